@@ -1,0 +1,446 @@
+//! The streaming protocol of the LLM layer: [`AssistantMessageEvent`], and
+//! [`PartialMessage`], which folds those events into the message as it stands.
+//!
+//! A stream of one model call is `start`, then for each content block a
+//! `*_start`, any number of `*_delta`s and a `*_end`, and finally exactly one `done` or
+//! `error`. `contentIndex` is the block's index in the message's `content`.
+//!
+//! Unlike pi, events do not carry a `partial` snapshot of the whole message: copying the
+//! message into every event makes a streamed reply quadratic. The stream keeps the partial
+//! message instead, available from
+//! [`AssistantMessageEventStream::partial`](crate::AssistantMessageEventStream::partial)
+//! between events. Serialized, an event is exactly pi's JSON without `partial`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::json::PartialJsonParser;
+use crate::message::{
+    AssistantContent, AssistantMessage, StopReason, TextContent, ThinkingContent, ToolCall,
+};
+
+/// One event of a streamed model reply.
+///
+/// ```
+/// use pi_engine::AssistantMessageEvent;
+///
+/// let ev: AssistantMessageEvent =
+///     serde_json::from_str(r#"{"type":"text_delta","contentIndex":0,"delta":"Hi"}"#).unwrap();
+/// assert!(matches!(ev, AssistantMessageEvent::TextDelta { content_index: 0, .. }));
+/// assert_eq!(serde_json::to_string(&ev).unwrap(),
+///            r#"{"type":"text_delta","contentIndex":0,"delta":"Hi"}"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
+#[non_exhaustive]
+pub enum AssistantMessageEvent {
+    /// The reply started. Always the first event, unless the call failed before any output
+    /// (then the only event is `error`).
+    Start,
+    /// A text block started at `content_index`.
+    TextStart {
+        /// Index of the block in the message content.
+        content_index: usize,
+    },
+    /// More text for the block at `content_index`.
+    TextDelta {
+        /// Index of the block in the message content.
+        content_index: usize,
+        /// The new text.
+        delta: String,
+    },
+    /// The text block at `content_index` is complete.
+    TextEnd {
+        /// Index of the block in the message content.
+        content_index: usize,
+        /// The block's whole text.
+        content: String,
+    },
+    /// A thinking block started at `content_index`.
+    ThinkingStart {
+        /// Index of the block in the message content.
+        content_index: usize,
+    },
+    /// More reasoning text for the block at `content_index`.
+    ThinkingDelta {
+        /// Index of the block in the message content.
+        content_index: usize,
+        /// The new text.
+        delta: String,
+    },
+    /// The thinking block at `content_index` is complete.
+    ThinkingEnd {
+        /// Index of the block in the message content.
+        content_index: usize,
+        /// The block's whole text.
+        content: String,
+    },
+    /// A tool call started at `content_index`.
+    ToolcallStart {
+        /// Index of the block in the message content.
+        content_index: usize,
+        /// The call's id, when the provider sent it with the start (pi carries it only in
+        /// `partial`; its proxy protocol carries it here too).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        id: String,
+        /// The tool's name, when known at the start.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        tool_name: String,
+    },
+    /// A fragment of the tool call's JSON arguments.
+    ToolcallDelta {
+        /// Index of the block in the message content.
+        content_index: usize,
+        /// The raw JSON fragment.
+        delta: String,
+    },
+    /// The tool call at `content_index` is complete.
+    ToolcallEnd {
+        /// Index of the block in the message content.
+        content_index: usize,
+        /// The complete call with its parsed arguments.
+        tool_call: ToolCall,
+    },
+    /// The reply finished; `reason` is `stop`, `length` or `toolUse`.
+    Done {
+        /// Why the model stopped.
+        reason: StopReason,
+        /// The complete message.
+        message: AssistantMessage,
+    },
+    /// The call failed or was aborted; `reason` is `error` or `aborted`. `error` is the
+    /// message with the partial content produced so far and `errorMessage`.
+    Error {
+        /// `error` or `aborted`.
+        reason: StopReason,
+        /// The failed message.
+        error: AssistantMessage,
+    },
+}
+
+impl AssistantMessageEvent {
+    /// The wire name of the event type (`"text_delta"`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AssistantMessageEvent::Start => "start",
+            AssistantMessageEvent::TextStart { .. } => "text_start",
+            AssistantMessageEvent::TextDelta { .. } => "text_delta",
+            AssistantMessageEvent::TextEnd { .. } => "text_end",
+            AssistantMessageEvent::ThinkingStart { .. } => "thinking_start",
+            AssistantMessageEvent::ThinkingDelta { .. } => "thinking_delta",
+            AssistantMessageEvent::ThinkingEnd { .. } => "thinking_end",
+            AssistantMessageEvent::ToolcallStart { .. } => "toolcall_start",
+            AssistantMessageEvent::ToolcallDelta { .. } => "toolcall_delta",
+            AssistantMessageEvent::ToolcallEnd { .. } => "toolcall_end",
+            AssistantMessageEvent::Done { .. } => "done",
+            AssistantMessageEvent::Error { .. } => "error",
+        }
+    }
+
+    /// The content index the event refers to, for block events.
+    pub fn content_index(&self) -> Option<usize> {
+        match self {
+            AssistantMessageEvent::TextStart { content_index }
+            | AssistantMessageEvent::TextDelta { content_index, .. }
+            | AssistantMessageEvent::TextEnd { content_index, .. }
+            | AssistantMessageEvent::ThinkingStart { content_index }
+            | AssistantMessageEvent::ThinkingDelta { content_index, .. }
+            | AssistantMessageEvent::ThinkingEnd { content_index, .. }
+            | AssistantMessageEvent::ToolcallStart { content_index, .. }
+            | AssistantMessageEvent::ToolcallDelta { content_index, .. }
+            | AssistantMessageEvent::ToolcallEnd { content_index, .. } => Some(*content_index),
+            _ => None,
+        }
+    }
+
+    /// True for `done` and `error`, the events that end a stream.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            AssistantMessageEvent::Done { .. } | AssistantMessageEvent::Error { .. }
+        )
+    }
+
+    /// The final message carried by `done` or `error`.
+    pub fn final_message(&self) -> Option<&AssistantMessage> {
+        match self {
+            AssistantMessageEvent::Done { message, .. } => Some(message),
+            AssistantMessageEvent::Error { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// The message being streamed, rebuilt from events.
+///
+/// Apply each event in order with [`apply`](Self::apply); [`message`](Self::message) is then
+/// the reply as it stands. The work per event is proportional to the event, not to the
+/// message: text is appended in place, and tool-call arguments are parsed incrementally, so
+/// they are always a JSON object holding what has arrived so far.
+///
+/// Content comes from the events. Metadata a provider reports only at the end (usage,
+/// signatures, the response id) appears when `done` or `error` arrives, whose message
+/// replaces the partial one.
+///
+/// ```
+/// use pi_engine::{AssistantMessage, AssistantMessageEvent as E, PartialMessage};
+///
+/// let mut p = PartialMessage::new(AssistantMessage::new("faux", "faux", "faux-1"));
+/// p.apply(&E::Start);
+/// p.apply(&E::ToolcallStart { content_index: 0, id: "c1".into(), tool_name: "write".into() });
+/// p.apply(&E::ToolcallDelta { content_index: 0, delta: r#"{"path":"a.txt","content":"hel"#.into() });
+/// let call = p.message().tool_calls().next().unwrap();
+/// assert_eq!(call.name, "write");
+/// assert_eq!(call.arguments["content"], "hel");
+/// ```
+#[derive(Debug, Clone)]
+pub struct PartialMessage {
+    message: AssistantMessage,
+    /// One parser per tool-call block still streaming, by content index.
+    parsers: Vec<Option<PartialJsonParser>>,
+}
+
+impl PartialMessage {
+    /// Starts from `message` (usually empty, carrying api, provider and model).
+    pub fn new(message: AssistantMessage) -> Self {
+        PartialMessage {
+            message,
+            parsers: Vec::new(),
+        }
+    }
+
+    /// The message as it stands.
+    pub fn message(&self) -> &AssistantMessage {
+        &self.message
+    }
+
+    /// Mutable access, for producers that record metadata (usage, signatures) as it arrives.
+    pub fn message_mut(&mut self) -> &mut AssistantMessage {
+        &mut self.message
+    }
+
+    /// The message, consuming the builder.
+    pub fn into_message(self) -> AssistantMessage {
+        self.message
+    }
+
+    /// The raw JSON argument text received so far for the tool call at `index`.
+    pub fn tool_arguments_text(&self, index: usize) -> Option<&str> {
+        self.parsers
+            .get(index)
+            .and_then(|p| p.as_ref())
+            .map(|p| p.buffer())
+    }
+
+    /// Folds one event into the message.
+    pub fn apply(&mut self, event: &AssistantMessageEvent) {
+        use AssistantMessageEvent as E;
+        match event {
+            E::Start => {}
+            E::TextStart { content_index } => {
+                self.put_block(*content_index, AssistantContent::Text(TextContent::new("")));
+            }
+            E::TextDelta {
+                content_index,
+                delta,
+            } => match self.message.content.get_mut(*content_index) {
+                Some(AssistantContent::Text(t)) => t.text.push_str(delta),
+                _ => self.put_block(*content_index, AssistantContent::text(delta.clone())),
+            },
+            E::TextEnd {
+                content_index,
+                content,
+            } => match self.message.content.get_mut(*content_index) {
+                Some(AssistantContent::Text(t)) => {
+                    if t.text != *content {
+                        t.text.clone_from(content);
+                    }
+                }
+                _ => self.put_block(*content_index, AssistantContent::text(content.clone())),
+            },
+            E::ThinkingStart { content_index } => {
+                self.put_block(
+                    *content_index,
+                    AssistantContent::Thinking(ThinkingContent::new("")),
+                );
+            }
+            E::ThinkingDelta {
+                content_index,
+                delta,
+            } => match self.message.content.get_mut(*content_index) {
+                Some(AssistantContent::Thinking(t)) => t.thinking.push_str(delta),
+                _ => self.put_block(*content_index, AssistantContent::thinking(delta.clone())),
+            },
+            E::ThinkingEnd {
+                content_index,
+                content,
+            } => match self.message.content.get_mut(*content_index) {
+                Some(AssistantContent::Thinking(t)) => {
+                    if t.thinking != *content {
+                        t.thinking.clone_from(content);
+                    }
+                }
+                _ => self.put_block(*content_index, AssistantContent::thinking(content.clone())),
+            },
+            E::ToolcallStart {
+                content_index,
+                id,
+                tool_name,
+            } => {
+                let call = ToolCall::new(id.clone(), tool_name.clone(), Value::Object(Map::new()));
+                self.put_block(*content_index, AssistantContent::ToolCall(call));
+                self.set_parser(*content_index, Some(PartialJsonParser::new()));
+            }
+            E::ToolcallDelta {
+                content_index,
+                delta,
+            } => {
+                let index = *content_index;
+                if !matches!(
+                    self.message.content.get(index),
+                    Some(AssistantContent::ToolCall(_))
+                ) {
+                    let call = ToolCall::new("", "", Value::Object(Map::new()));
+                    self.put_block(index, AssistantContent::ToolCall(call));
+                    self.set_parser(index, Some(PartialJsonParser::new()));
+                }
+                if self.parsers.get(index).is_none_or(Option::is_none) {
+                    self.set_parser(index, Some(PartialJsonParser::new()));
+                }
+                if let (Some(Some(parser)), Some(AssistantContent::ToolCall(call))) = (
+                    self.parsers.get_mut(index),
+                    self.message.content.get_mut(index),
+                ) {
+                    parser.push(delta, &mut call.arguments);
+                }
+            }
+            E::ToolcallEnd {
+                content_index,
+                tool_call,
+            } => {
+                self.put_block(
+                    *content_index,
+                    AssistantContent::ToolCall(tool_call.clone()),
+                );
+                self.set_parser(*content_index, None);
+            }
+            E::Done { message, .. } | E::Error { error: message, .. } => {
+                self.message.clone_from(message);
+                self.parsers.clear();
+            }
+        }
+    }
+
+    fn put_block(&mut self, index: usize, block: AssistantContent) {
+        let content = &mut self.message.content;
+        if index < content.len() {
+            content[index] = block;
+        } else {
+            // Providers use consecutive indices; a gap is filled by appending.
+            content.push(block);
+        }
+    }
+
+    fn set_parser(&mut self, index: usize, parser: Option<PartialJsonParser>) {
+        if self.parsers.len() <= index {
+            if parser.is_none() {
+                return;
+            }
+            self.parsers.resize_with(index + 1, || None);
+        }
+        self.parsers[index] = parser;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn wire_names_match_pi() {
+        let cases = [
+            (AssistantMessageEvent::Start, json!({"type": "start"})),
+            (
+                AssistantMessageEvent::ToolcallStart {
+                    content_index: 2,
+                    id: String::new(),
+                    tool_name: String::new(),
+                },
+                json!({"type": "toolcall_start", "contentIndex": 2}),
+            ),
+            (
+                AssistantMessageEvent::ThinkingEnd {
+                    content_index: 0,
+                    content: "x".into(),
+                },
+                json!({"type": "thinking_end", "contentIndex": 0, "content": "x"}),
+            ),
+        ];
+        for (ev, want) in cases {
+            assert_eq!(serde_json::to_value(&ev).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn pi_events_with_partial_deserialize() {
+        let ev: AssistantMessageEvent = serde_json::from_value(json!({
+            "type": "toolcall_end", "contentIndex": 1,
+            "toolCall": {"type": "toolCall", "id": "a", "name": "b", "arguments": {"x": 1}},
+            "partial": {"role": "assistant"}
+        }))
+        .unwrap();
+        let AssistantMessageEvent::ToolcallEnd { tool_call, .. } = ev else {
+            panic!()
+        };
+        assert_eq!(tool_call.arguments["x"], 1);
+    }
+
+    #[test]
+    fn partial_message_follows_events() {
+        use AssistantMessageEvent as E;
+        let mut p = PartialMessage::new(AssistantMessage::new("a", "p", "m"));
+        for ev in [
+            E::Start,
+            E::ThinkingStart { content_index: 0 },
+            E::ThinkingDelta {
+                content_index: 0,
+                delta: "hm".into(),
+            },
+            E::ThinkingEnd {
+                content_index: 0,
+                content: "hm".into(),
+            },
+            E::TextStart { content_index: 1 },
+            E::TextDelta {
+                content_index: 1,
+                delta: "Hel".into(),
+            },
+            E::TextDelta {
+                content_index: 1,
+                delta: "lo".into(),
+            },
+        ] {
+            p.apply(&ev);
+        }
+        assert_eq!(p.message().text(), "Hello");
+        p.apply(&E::ToolcallStart {
+            content_index: 2,
+            id: "c".into(),
+            tool_name: "t".into(),
+        });
+        p.apply(&E::ToolcallDelta {
+            content_index: 2,
+            delta: r#"{"a": [1, 2"#.into(),
+        });
+        assert_eq!(
+            Value::Object(p.message().tool_calls().next().unwrap().arguments.clone()),
+            json!({"a": [1, 2]})
+        );
+        assert_eq!(p.tool_arguments_text(2), Some(r#"{"a": [1, 2"#));
+    }
+}

@@ -1,0 +1,244 @@
+//! [`Model`]: what a model is called, which api and endpoint serve it, what it can take
+//! in, what it costs, and how large its context window is.
+//!
+//! Serialized, a model is pi's `Model` JSON (the shape of `models.json` entries and of the
+//! conformance request files).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::Extra;
+use crate::thinking::ThinkingLevel;
+
+/// Well-known api identifiers (the `api` field of a [`Model`]). Any other string names a
+/// custom api registered in an [`ApiRegistry`](crate::ApiRegistry).
+pub mod api {
+    /// Anthropic Messages (`/v1/messages`).
+    pub const ANTHROPIC_MESSAGES: &str = "anthropic-messages";
+    /// OpenAI Chat Completions (`/chat/completions`) and compatible servers.
+    pub const OPENAI_COMPLETIONS: &str = "openai-completions";
+    /// OpenAI Responses (`/responses`).
+    pub const OPENAI_RESPONSES: &str = "openai-responses";
+    /// Azure OpenAI Responses.
+    pub const AZURE_OPENAI_RESPONSES: &str = "azure-openai-responses";
+    /// OpenAI Codex Responses (ChatGPT subscription).
+    pub const OPENAI_CODEX_RESPONSES: &str = "openai-codex-responses";
+    /// Google Gemini (`:streamGenerateContent`).
+    pub const GOOGLE_GENERATIVE_AI: &str = "google-generative-ai";
+    /// Google Vertex AI.
+    pub const GOOGLE_VERTEX: &str = "google-vertex";
+    /// Mistral Conversations.
+    pub const MISTRAL_CONVERSATIONS: &str = "mistral-conversations";
+    /// Amazon Bedrock Converse Stream.
+    pub const BEDROCK_CONVERSE_STREAM: &str = "bedrock-converse-stream";
+    /// The faux provider's default api.
+    pub const FAUX: &str = "faux";
+}
+
+/// A kind of input a model accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum InputModality {
+    /// Text.
+    Text,
+    /// Images.
+    Image,
+}
+
+/// Prices in dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ModelCost {
+    /// Input tokens.
+    #[serde(default)]
+    #[serde(serialize_with = "crate::json::js_f64")]
+    pub input: f64,
+    /// Output tokens.
+    #[serde(default)]
+    #[serde(serialize_with = "crate::json::js_f64")]
+    pub output: f64,
+    /// Cache reads.
+    #[serde(default)]
+    #[serde(serialize_with = "crate::json::js_f64")]
+    pub cache_read: f64,
+    /// Cache writes.
+    #[serde(default)]
+    #[serde(serialize_with = "crate::json::js_f64")]
+    pub cache_write: f64,
+}
+
+impl ModelCost {
+    /// Prices per million tokens for input, output, cache reads and cache writes.
+    pub fn new(input: f64, output: f64, cache_read: f64, cache_write: f64) -> Self {
+        ModelCost {
+            input,
+            output,
+            cache_read,
+            cache_write,
+        }
+    }
+}
+
+/// A model: identity, endpoint, capabilities and prices.
+///
+/// ```
+/// use pi_engine::Model;
+///
+/// let model: Model = serde_json::from_str(r#"{
+///   "id": "llama3", "name": "Llama 3", "api": "openai-completions", "provider": "ollama",
+///   "baseUrl": "http://127.0.0.1:11434/v1", "reasoning": false, "input": ["text"],
+///   "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+///   "contextWindow": 8192, "maxTokens": 2048
+/// }"#).unwrap();
+/// assert_eq!(model.provider, "ollama");
+/// assert!(!model.supports_images());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Model {
+    /// The id sent to the provider.
+    pub id: String,
+    /// A display name.
+    #[serde(default)]
+    pub name: String,
+    /// The wire api ([`api`] has the known ones).
+    pub api: String,
+    /// The provider (used to find API keys and pick compat defaults).
+    pub provider: String,
+    /// The endpoint's base URL.
+    #[serde(default)]
+    pub base_url: String,
+    /// True when the model can reason (thinking levels other than `off` apply).
+    #[serde(default)]
+    pub reasoning: bool,
+    /// Accepted inputs.
+    #[serde(default = "default_input")]
+    pub input: Vec<InputModality>,
+    /// Prices.
+    #[serde(default)]
+    pub cost: ModelCost,
+    /// Context window in tokens.
+    #[serde(default)]
+    pub context_window: u64,
+    /// Maximum output tokens.
+    #[serde(default)]
+    pub max_tokens: u64,
+    /// Headers sent with every request to this model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Per-api compatibility settings (pi's `compat` object), read by the provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compat: Option<Value>,
+    /// Per-level overrides of the value sent to the provider; `null` hides a level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_level_map: Option<BTreeMap<ThinkingLevel, Option<String>>>,
+    /// Fields this crate does not model.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+fn default_input() -> Vec<InputModality> {
+    vec![InputModality::Text]
+}
+
+impl Model {
+    /// A model with the given identity and endpoint; text input, no reasoning, zero prices,
+    /// a 128k context window and 16k output tokens until set otherwise.
+    pub fn new(
+        id: impl Into<String>,
+        api: impl Into<String>,
+        provider: impl Into<String>,
+        base_url: impl Into<String>,
+    ) -> Self {
+        let id = id.into();
+        Model {
+            name: id.clone(),
+            id,
+            api: api.into(),
+            provider: provider.into(),
+            base_url: base_url.into(),
+            reasoning: false,
+            input: default_input(),
+            cost: ModelCost::default(),
+            context_window: 128_000,
+            max_tokens: 16_384,
+            headers: None,
+            compat: None,
+            thinking_level_map: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// Sets the display name.
+    #[must_use]
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Marks the model as able to reason.
+    #[must_use]
+    pub fn with_reasoning(mut self, reasoning: bool) -> Self {
+        self.reasoning = reasoning;
+        self
+    }
+
+    /// Sets the accepted inputs.
+    #[must_use]
+    pub fn with_input(mut self, input: Vec<InputModality>) -> Self {
+        self.input = input;
+        self
+    }
+
+    /// Sets the prices (dollars per million tokens).
+    #[must_use]
+    pub fn with_cost(mut self, cost: ModelCost) -> Self {
+        self.cost = cost;
+        self
+    }
+
+    /// Sets the context window.
+    #[must_use]
+    pub fn with_context_window(mut self, tokens: u64) -> Self {
+        self.context_window = tokens;
+        self
+    }
+
+    /// Sets the maximum output tokens.
+    #[must_use]
+    pub fn with_max_tokens(mut self, tokens: u64) -> Self {
+        self.max_tokens = tokens;
+        self
+    }
+
+    /// Adds a header sent with every request.
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers
+            .get_or_insert_with(BTreeMap::new)
+            .insert(name.into(), value.into());
+        self
+    }
+
+    /// Sets the `compat` object.
+    #[must_use]
+    pub fn with_compat(mut self, compat: Value) -> Self {
+        self.compat = Some(compat);
+        self
+    }
+
+    /// True when the model accepts images.
+    pub fn supports_images(&self) -> bool {
+        self.input.contains(&InputModality::Image)
+    }
+
+    /// The `compat` field `key`, if set.
+    pub fn compat_value(&self, key: &str) -> Option<&Value> {
+        self.compat.as_ref().and_then(|c| c.get(key))
+    }
+}

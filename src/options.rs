@@ -1,0 +1,376 @@
+//! [`StreamOptions`]: how to make one model call (key, sampling, reasoning, caching,
+//! cancellation, retries), and [`ApiKey`], a secret that never shows in logs.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::thinking::{ThinkingBudgets, ThinkingLevel};
+
+/// An API key or token. Its `Debug` and `Display` print `<redacted>`; read it with
+/// [`expose`](Self::expose) only where it is sent.
+///
+/// ```
+/// use pi_engine::ApiKey;
+///
+/// let key = ApiKey::new("sk-secret");
+/// assert_eq!(format!("{key:?}"), "ApiKey(<redacted>)");
+/// assert_eq!(key.expose(), "sk-secret");
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(Arc<str>);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        ApiKey(Arc::from(key.into()))
+    }
+
+    /// The key itself.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl<'de> Deserialize<'de> for ApiKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(ApiKey::new)
+    }
+}
+
+impl From<String> for ApiKey {
+    fn from(s: String) -> Self {
+        ApiKey::new(s)
+    }
+}
+
+impl From<&str> for ApiKey {
+    fn from(s: &str) -> Self {
+        ApiKey::new(s)
+    }
+}
+
+/// How long a provider should keep the prompt cache (pi's `cacheRetention`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheRetention {
+    /// No cache markers.
+    None,
+    /// The provider's default (about five minutes).
+    #[default]
+    Short,
+    /// An hour or a day, where the provider supports it.
+    Long,
+}
+
+/// Retries of a failed request *before the first byte of its stream* (429, 5xx, overloaded,
+/// connection failures). Once a stream has started, a failure ends it with an `error` event.
+///
+/// The delay before attempt *n* is `base_delay × 2^(n−1)`, capped by `max_delay`; a
+/// `Retry-After` the provider sends wins when it is shorter than `max_delay` (a longer one
+/// ends the retries). An exhausted quota is never retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Retries after the first attempt. Default 2.
+    pub max_retries: u32,
+    /// Delay before the first retry. Default 1 s.
+    pub base_delay: Duration,
+    /// Longest delay to wait, including a `Retry-After`. Default 60 s.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 2,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_retries: 0,
+            ..RetryPolicy::default()
+        }
+    }
+
+    /// Sets the number of retries.
+    #[must_use]
+    pub fn with_max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// Sets the first delay.
+    #[must_use]
+    pub fn with_base_delay(mut self, delay: Duration) -> Self {
+        self.base_delay = delay;
+        self
+    }
+
+    /// Sets the longest delay.
+    #[must_use]
+    pub fn with_max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
+
+    /// The delay before retry number `attempt` (1-based), before `Retry-After` is considered.
+    pub fn backoff(&self, attempt: u32) -> Duration {
+        let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
+        self.base_delay.saturating_mul(factor).min(self.max_delay)
+    }
+}
+
+/// A hook that sees (and may change) the JSON body of every provider request before it is
+/// sent: pi's `onPayload`.
+#[derive(Clone)]
+pub struct PayloadHook(Arc<dyn Fn(&mut Value) + Send + Sync>);
+
+impl PayloadHook {
+    /// Wraps a function.
+    pub fn new(f: impl Fn(&mut Value) + Send + Sync + 'static) -> Self {
+        PayloadHook(Arc::new(f))
+    }
+
+    /// Calls the hook.
+    pub fn call(&self, body: &mut Value) {
+        (self.0)(body)
+    }
+}
+
+impl fmt::Debug for PayloadHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PayloadHook")
+    }
+}
+
+/// Options of one model call. Every field is optional; `StreamOptions::default()` uses the
+/// key from the environment, the model's defaults, no reasoning, the default
+/// [`RetryPolicy`] and a 5-minute idle timeout.
+///
+/// Deserializes from pi's stream-options JSON (`apiKey`, `temperature`, `maxTokens`,
+/// `reasoning`, `sessionId`, `cacheRetention`, …); fields it does not know are kept in
+/// `extra` and read by the provider they belong to (e.g. `thinkingEnabled` for Anthropic).
+///
+/// ```
+/// use pi_engine::{StreamOptions, ThinkingLevel};
+///
+/// let opts = StreamOptions::new()
+///     .with_api_key("sk-test")
+///     .with_max_tokens(1024)
+///     .with_reasoning(ThinkingLevel::High);
+/// assert!(!format!("{opts:?}").contains("sk-test"));
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct StreamOptions {
+    /// The key; when absent the provider's environment variables are read.
+    #[serde(default)]
+    pub api_key: Option<ApiKey>,
+    /// Sampling temperature.
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// Output token limit.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// Reasoning level, used by [`stream_simple`](crate::stream_simple).
+    #[serde(default)]
+    pub reasoning: Option<ThinkingLevel>,
+    /// Token budgets per reasoning level.
+    #[serde(default)]
+    pub thinking_budgets: Option<ThinkingBudgets>,
+    /// A stable id for the conversation, used for prompt-cache keys.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Prompt-cache retention.
+    #[serde(default)]
+    pub cache_retention: Option<CacheRetention>,
+    /// Extra request headers (after the model's own).
+    #[serde(default)]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Metadata some providers accept (Anthropic `metadata.user_id`).
+    #[serde(default)]
+    pub metadata: Option<Value>,
+    /// Longest wait for a server-requested retry delay, in milliseconds.
+    #[serde(default)]
+    pub max_retry_delay_ms: Option<u64>,
+    /// Cancels the call: the stream ends with stop reason `aborted` and the partial content.
+    #[serde(skip)]
+    pub cancel: Option<CancellationToken>,
+    /// Retries before the first byte; `None` uses [`RetryPolicy::default`].
+    #[serde(skip)]
+    pub retry: Option<RetryPolicy>,
+    /// Longest silence allowed while streaming; `None` uses 5 minutes.
+    #[serde(skip)]
+    pub idle_timeout: Option<Duration>,
+    /// Sees the request body before it is sent.
+    #[serde(skip)]
+    pub on_payload: Option<PayloadHook>,
+    /// Provider-specific options, by pi's names.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The idle timeout used when none is set.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl StreamOptions {
+    /// Defaults for everything.
+    pub fn new() -> Self {
+        StreamOptions::default()
+    }
+
+    /// Sets the API key.
+    #[must_use]
+    pub fn with_api_key(mut self, key: impl Into<ApiKey>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Sets the temperature.
+    #[must_use]
+    pub fn with_temperature(mut self, t: f64) -> Self {
+        self.temperature = Some(t);
+        self
+    }
+
+    /// Sets the output token limit.
+    #[must_use]
+    pub fn with_max_tokens(mut self, n: u64) -> Self {
+        self.max_tokens = Some(n);
+        self
+    }
+
+    /// Sets the reasoning level.
+    #[must_use]
+    pub fn with_reasoning(mut self, level: ThinkingLevel) -> Self {
+        self.reasoning = Some(level);
+        self
+    }
+
+    /// Sets the session id.
+    #[must_use]
+    pub fn with_session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// Sets the cache retention.
+    #[must_use]
+    pub fn with_cache_retention(mut self, retention: CacheRetention) -> Self {
+        self.cache_retention = Some(retention);
+        self
+    }
+
+    /// Adds a request header.
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers
+            .get_or_insert_with(BTreeMap::new)
+            .insert(name.into(), value.into());
+        self
+    }
+
+    /// Sets the cancellation token.
+    #[must_use]
+    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Sets the retry policy.
+    #[must_use]
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// Sets the idle timeout.
+    #[must_use]
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the payload hook.
+    #[must_use]
+    pub fn with_on_payload(mut self, f: impl Fn(&mut Value) + Send + Sync + 'static) -> Self {
+        self.on_payload = Some(PayloadHook::new(f));
+        self
+    }
+
+    /// Sets a provider-specific option by pi's name (`"thinkingEnabled"`, `"reasoningEffort"`, …).
+    #[must_use]
+    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extra.insert(key.into(), value);
+        self
+    }
+
+    /// True when the call has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// The retry policy in effect.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry.unwrap_or_default()
+    }
+
+    /// The idle timeout in effect.
+    pub fn idle_timeout_or_default(&self) -> Duration {
+        self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deserializes_pi_options() {
+        let o: StreamOptions = serde_json::from_value(serde_json::json!({
+            "apiKey": "k", "reasoning": "high", "sessionId": "s", "cacheRetention": "long",
+            "thinkingEnabled": true
+        }))
+        .unwrap();
+        assert_eq!(o.api_key.as_ref().map(ApiKey::expose), Some("k"));
+        assert_eq!(o.reasoning, Some(ThinkingLevel::High));
+        assert_eq!(o.cache_retention, Some(CacheRetention::Long));
+        assert_eq!(o.extra["thinkingEnabled"], true);
+        assert!(!format!("{o:?}").contains("\"k\""));
+    }
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let p = RetryPolicy::default().with_max_delay(Duration::from_secs(3));
+        assert_eq!(p.backoff(1), Duration::from_secs(1));
+        assert_eq!(p.backoff(2), Duration::from_secs(2));
+        assert_eq!(p.backoff(3), Duration::from_secs(3));
+    }
+}

@@ -1,0 +1,286 @@
+//! Providers and the [`ApiRegistry`] that dispatches a model call to them.
+//!
+//! A provider implements [`ApiProvider`] for one wire api (`anthropic-messages`, …). The
+//! registry maps api names to providers; [`stream`], [`complete`], [`stream_simple`] and
+//! [`complete_simple`] look up `model.api` in the global registry. Built-in providers are
+//! feature-gated modules of this directory; [`faux`] is the scripted provider for tests.
+//!
+//! A provider never fails by returning an error or panicking: every failure (no API key,
+//! HTTP error, bad bytes, cancellation) is the stream's final `error` event, carrying the
+//! partial message.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use crate::error::{Error, ErrorKind};
+use crate::event_stream::AssistantMessageEventStream;
+use crate::message::{AssistantMessage, Context};
+use crate::model::Model;
+use crate::options::StreamOptions;
+
+pub mod faux;
+
+/// A wire api: turns a model, a context and options into a stream of events.
+///
+/// Implement it to add a custom api, then [`register`](ApiRegistry::register) it. The
+/// returned stream must follow the protocol of [`AssistantMessageEvent`](crate::AssistantMessageEvent):
+/// `start`, block events, then exactly one `done` or `error`; failures are `error` events,
+/// never panics.
+///
+/// ```
+/// use std::sync::Arc;
+/// use pi_engine::{
+///     ApiProvider, ApiRegistry, AssistantContent, AssistantMessage, AssistantMessageEvent,
+///     AssistantMessageEventStream, Context, Model, PartialMessage, StopReason, StreamOptions,
+/// };
+///
+/// /// Answers every request with "pong".
+/// struct Pong;
+///
+/// impl ApiProvider for Pong {
+///     fn api(&self) -> &str { "pong" }
+///     fn stream(&self, model: &Model, _: &Context, _: &StreamOptions) -> AssistantMessageEventStream {
+///         let empty = AssistantMessage::new(&model.api, &model.provider, &model.id);
+///         let done = empty.clone().with_content(vec![AssistantContent::text("pong")]);
+///         let events = vec![
+///             AssistantMessageEvent::Start,
+///             AssistantMessageEvent::TextStart { content_index: 0 },
+///             AssistantMessageEvent::TextDelta { content_index: 0, delta: "pong".into() },
+///             AssistantMessageEvent::TextEnd { content_index: 0, content: "pong".into() },
+///             AssistantMessageEvent::Done { reason: StopReason::Stop, message: done },
+///         ];
+///         AssistantMessageEventStream::from_stream(PartialMessage::new(empty), futures::stream::iter(events))
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let registry = ApiRegistry::new();
+/// registry.register(Arc::new(Pong));
+/// let model = Model::new("pong-1", "pong", "local", "");
+/// let reply = registry.stream(&model, &Context::new(), &StreamOptions::new()).result().await;
+/// assert_eq!(reply.text(), "pong");
+/// # }
+/// ```
+pub trait ApiProvider: Send + Sync + 'static {
+    /// The api this provider serves.
+    fn api(&self) -> &str;
+
+    /// Streams a reply with provider-specific options only (no unified reasoning level).
+    fn stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream;
+
+    /// Streams a reply, mapping `options.reasoning` to the provider's own options. The
+    /// default ignores the level and calls [`stream`](Self::stream).
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        self.stream(model, context, options)
+    }
+}
+
+/// Maps api names to providers. Cheap to share: every method takes `&self`.
+///
+/// [`ApiRegistry::global`] is the registry the free functions ([`stream`], …) use; it starts
+/// with the built-in providers enabled by cargo features. Create your own with
+/// [`ApiRegistry::new`] (empty) or [`ApiRegistry::with_builtins`].
+pub struct ApiRegistry {
+    providers: RwLock<BTreeMap<String, Arc<dyn ApiProvider>>>,
+}
+
+impl fmt::Debug for ApiRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiRegistry")
+            .field("apis", &self.list())
+            .finish()
+    }
+}
+
+impl Default for ApiRegistry {
+    fn default() -> Self {
+        ApiRegistry::new()
+    }
+}
+
+impl ApiRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        ApiRegistry {
+            providers: RwLock::new(BTreeMap::new()),
+        }
+    }
+
+    /// A registry holding the built-in providers enabled by cargo features.
+    pub fn with_builtins() -> Self {
+        let registry = ApiRegistry::new();
+        registry.register_builtins();
+        registry
+    }
+
+    /// The process-wide registry used by [`stream`], [`complete`], [`stream_simple`] and
+    /// [`complete_simple`]. Starts with the built-in providers.
+    pub fn global() -> &'static ApiRegistry {
+        static GLOBAL: OnceLock<ApiRegistry> = OnceLock::new();
+        GLOBAL.get_or_init(ApiRegistry::with_builtins)
+    }
+
+    /// Registers (or replaces) the provider for its api; returns the one it replaced.
+    pub fn register(&self, provider: Arc<dyn ApiProvider>) -> Option<Arc<dyn ApiProvider>> {
+        let api = provider.api().to_owned();
+        self.write().insert(api, provider)
+    }
+
+    /// Registers the built-in providers enabled by cargo features (replacing any registered
+    /// under the same apis).
+    pub fn register_builtins(&self) {
+        for provider in builtin_providers() {
+            self.register(provider);
+        }
+    }
+
+    /// The provider for `api`.
+    pub fn get(&self, api: &str) -> Option<Arc<dyn ApiProvider>> {
+        self.read().get(api).cloned()
+    }
+
+    /// The registered api names, sorted.
+    pub fn list(&self) -> Vec<String> {
+        self.read().keys().cloned().collect()
+    }
+
+    /// Removes the provider for `api`; returns it.
+    pub fn unregister(&self, api: &str) -> Option<Arc<dyn ApiProvider>> {
+        self.write().remove(api)
+    }
+
+    /// Removes every provider.
+    pub fn clear(&self) {
+        self.write().clear();
+    }
+
+    /// Streams a reply from the provider registered for `model.api`. An unknown api gives a
+    /// stream whose only event is an `error` naming it.
+    pub fn stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        match self.get(&model.api) {
+            Some(p) => p.stream(model, context, options),
+            None => unknown_api(model),
+        }
+    }
+
+    /// Like [`stream`](Self::stream), mapping `options.reasoning` to the provider's options.
+    pub fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        match self.get(&model.api) {
+            Some(p) => p.stream_simple(model, context, options),
+            None => unknown_api(model),
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<dyn ApiProvider>>> {
+        // A panic while holding the lock cannot leave the map half-updated.
+        self.providers.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<dyn ApiProvider>>> {
+        self.providers.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn unknown_api(model: &Model) -> AssistantMessageEventStream {
+    AssistantMessageEventStream::failed(
+        AssistantMessage::new(&model.api, &model.provider, &model.id),
+        Error::new(
+            ErrorKind::Config,
+            format!("No API provider registered for api: {}", model.api),
+        ),
+    )
+}
+
+/// The built-in providers enabled by cargo features.
+fn builtin_providers() -> Vec<Arc<dyn ApiProvider>> {
+    Vec::new()
+}
+
+/// Streams a reply from the provider registered for `model.api` in the global registry.
+///
+/// Provider-specific options only; use [`stream_simple`] for a unified reasoning level.
+/// Never fails: problems end the stream with an `error` event.
+pub fn stream(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> AssistantMessageEventStream {
+    ApiRegistry::global().stream(model, context, options)
+}
+
+/// [`stream`], awaited to its final message (whose `stopReason` tells whether it failed).
+///
+/// # Cancel safety
+///
+/// Dropping the future cancels the request; nothing is returned.
+pub async fn complete(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> AssistantMessage {
+    stream(model, context, options).result().await
+}
+
+/// Streams a reply with `options.reasoning` mapped to the provider's own options.
+pub fn stream_simple(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> AssistantMessageEventStream {
+    ApiRegistry::global().stream_simple(model, context, options)
+}
+
+/// [`stream_simple`], awaited to its final message.
+///
+/// # Cancel safety
+///
+/// Dropping the future cancels the request; nothing is returned.
+pub async fn complete_simple(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> AssistantMessage {
+    stream_simple(model, context, options).result().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::StopReason;
+
+    #[tokio::test]
+    async fn unknown_api_is_an_error_event() {
+        let registry = ApiRegistry::new();
+        let model = Model::new("m", "nope", "p", "");
+        let msg = registry
+            .stream(&model, &Context::new(), &StreamOptions::new())
+            .result()
+            .await;
+        assert_eq!(msg.stop_reason, StopReason::Error);
+        assert_eq!(
+            msg.error_message.as_deref(),
+            Some("No API provider registered for api: nope")
+        );
+    }
+}
