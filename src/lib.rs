@@ -60,6 +60,7 @@
 // Messages live in vectors; boxing the large variant would cost an allocation per message.
 #![allow(clippy::large_enum_variant)]
 
+pub mod agent;
 mod error;
 mod event;
 mod event_stream;

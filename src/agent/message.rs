@@ -1,0 +1,313 @@
+//! [`AgentMessage`]: the messages an agent keeps in its history — the three LLM roles plus
+//! application-defined custom messages.
+//!
+//! pi lets applications add message roles by TypeScript declaration merging; here a custom
+//! message is a [`CustomMessage`]: a role and its other JSON fields. Define a typed message
+//! with [`CustomMessageType`] and convert with [`AgentMessage::custom`] and
+//! [`AgentMessage::to_custom`]. The agent's `convert_to_llm` decides what, if anything, the
+//! model sees of a custom message; the default leaves them out.
+//!
+//! ```
+//! use pi_engine::agent::{AgentMessage, CustomMessageType};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize, PartialEq, Debug)]
+//! struct Notification { text: String, timestamp: i64 }
+//!
+//! impl CustomMessageType for Notification {
+//!     const ROLE: &'static str = "notification";
+//! }
+//!
+//! let msg = AgentMessage::custom(&Notification { text: "build passed".into(), timestamp: 1 }).unwrap();
+//! let json = serde_json::to_string(&msg).unwrap();
+//! assert_eq!(json, r#"{"role":"notification","text":"build passed","timestamp":1}"#);
+//! let back: AgentMessage = serde_json::from_str(&json).unwrap();
+//! assert_eq!(back.to_custom::<Notification>().unwrap().unwrap().text, "build passed");
+//! ```
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::message::{AssistantMessage, Message, ToolResultMessage, UserMessage};
+
+/// A message in an agent's history.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AgentMessage {
+    /// From the user.
+    User(UserMessage),
+    /// From the model.
+    Assistant(AssistantMessage),
+    /// A tool's result.
+    ToolResult(ToolResultMessage),
+    /// An application-defined message (any other `role`).
+    Custom(CustomMessage),
+}
+
+/// A message with an application-defined role: the role and the object's other fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomMessage {
+    role: String,
+    fields: Map<String, Value>,
+}
+
+/// A typed custom message: a serde type with a fixed role.
+pub trait CustomMessageType: Serialize + DeserializeOwned {
+    /// The `role` this type is stored under.
+    const ROLE: &'static str;
+}
+
+impl CustomMessage {
+    /// A custom message with `role` and `fields` (a `role` key in `fields` is ignored).
+    pub fn new(role: impl Into<String>, mut fields: Map<String, Value>) -> Self {
+        fields.remove("role");
+        CustomMessage {
+            role: role.into(),
+            fields,
+        }
+    }
+
+    /// The role.
+    pub fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// The fields other than `role`.
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+
+    /// Mutable access to the fields other than `role`.
+    pub fn fields_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.fields
+    }
+
+    /// The field `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.fields.get(key)
+    }
+
+    /// The `timestamp` field, when it is a number.
+    pub fn timestamp(&self) -> Option<i64> {
+        self.fields.get("timestamp").and_then(Value::as_i64)
+    }
+
+    /// The message as a JSON object, `role` included.
+    pub fn to_value(&self) -> Value {
+        let mut map = Map::with_capacity(self.fields.len() + 1);
+        map.insert("role".into(), Value::String(self.role.clone()));
+        map.extend(self.fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+        Value::Object(map)
+    }
+}
+
+impl AgentMessage {
+    /// The wire role.
+    pub fn role(&self) -> &str {
+        match self {
+            AgentMessage::User(_) => "user",
+            AgentMessage::Assistant(_) => "assistant",
+            AgentMessage::ToolResult(_) => "toolResult",
+            AgentMessage::Custom(c) => c.role(),
+        }
+    }
+
+    /// The timestamp (Unix milliseconds), when the message has one.
+    pub fn timestamp(&self) -> Option<i64> {
+        match self {
+            AgentMessage::User(m) => Some(m.timestamp),
+            AgentMessage::Assistant(m) => Some(m.timestamp),
+            AgentMessage::ToolResult(m) => Some(m.timestamp),
+            AgentMessage::Custom(c) => c.timestamp(),
+        }
+    }
+
+    /// A copy as an LLM [`Message`], or `None` for a custom message.
+    pub fn to_message(&self) -> Option<Message> {
+        match self {
+            AgentMessage::User(m) => Some(Message::User(m.clone())),
+            AgentMessage::Assistant(m) => Some(Message::Assistant(m.clone())),
+            AgentMessage::ToolResult(m) => Some(Message::ToolResult(m.clone())),
+            AgentMessage::Custom(_) => None,
+        }
+    }
+
+    /// The LLM [`Message`], or `Err(self)` for a custom message.
+    pub fn into_message(self) -> Result<Message, AgentMessage> {
+        match self {
+            AgentMessage::User(m) => Ok(Message::User(m)),
+            AgentMessage::Assistant(m) => Ok(Message::Assistant(m)),
+            AgentMessage::ToolResult(m) => Ok(Message::ToolResult(m)),
+            custom => Err(custom),
+        }
+    }
+
+    /// The assistant message, if this is one.
+    pub fn as_assistant(&self) -> Option<&AssistantMessage> {
+        match self {
+            AgentMessage::Assistant(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The custom message, if this is one.
+    pub fn as_custom(&self) -> Option<&CustomMessage> {
+        match self {
+            AgentMessage::Custom(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// A custom message from a typed value.
+    pub fn custom<T: CustomMessageType>(value: &T) -> Result<AgentMessage, serde_json::Error> {
+        match serde_json::to_value(value)? {
+            Value::Object(fields) => Ok(AgentMessage::Custom(CustomMessage::new(T::ROLE, fields))),
+            other => Err(serde::de::Error::custom(format!(
+                "a custom message must serialize to a JSON object, not {other}"
+            ))),
+        }
+    }
+
+    /// The typed custom message: `None` when the role is not `T::ROLE`, an error when the
+    /// fields do not fit `T`.
+    pub fn to_custom<T: CustomMessageType>(&self) -> Option<Result<T, serde_json::Error>> {
+        match self {
+            AgentMessage::Custom(c) if c.role == T::ROLE => {
+                Some(serde_json::from_value(Value::Object(c.fields.clone())))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl From<UserMessage> for AgentMessage {
+    fn from(m: UserMessage) -> Self {
+        AgentMessage::User(m)
+    }
+}
+
+impl From<AssistantMessage> for AgentMessage {
+    fn from(m: AssistantMessage) -> Self {
+        AgentMessage::Assistant(m)
+    }
+}
+
+impl From<ToolResultMessage> for AgentMessage {
+    fn from(m: ToolResultMessage) -> Self {
+        AgentMessage::ToolResult(m)
+    }
+}
+
+impl From<CustomMessage> for AgentMessage {
+    fn from(m: CustomMessage) -> Self {
+        AgentMessage::Custom(m)
+    }
+}
+
+impl From<Message> for AgentMessage {
+    fn from(m: Message) -> Self {
+        match m {
+            Message::User(m) => AgentMessage::User(m),
+            Message::Assistant(m) => AgentMessage::Assistant(m),
+            Message::ToolResult(m) => AgentMessage::ToolResult(m),
+        }
+    }
+}
+
+impl Serialize for CustomMessage {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.fields.len() + 1))?;
+        map.serialize_entry("role", &self.role)?;
+        for (k, v) in &self.fields {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for CustomMessage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut fields = Map::<String, Value>::deserialize(d)?;
+        match fields.remove("role") {
+            Some(Value::String(role)) => Ok(CustomMessage { role, fields }),
+            _ => Err(serde::de::Error::custom("a message needs a string `role`")),
+        }
+    }
+}
+
+impl Serialize for AgentMessage {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AgentMessage::User(m) => Tagged { role: "user", m }.serialize(s),
+            AgentMessage::Assistant(m) => Tagged {
+                role: "assistant",
+                m,
+            }
+            .serialize(s),
+            AgentMessage::ToolResult(m) => Tagged {
+                role: "toolResult",
+                m,
+            }
+            .serialize(s),
+            AgentMessage::Custom(c) => c.serialize(s),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Tagged<'a, T: Serialize> {
+    role: &'static str,
+    #[serde(flatten)]
+    m: &'a T,
+}
+
+impl<'de> Deserialize<'de> for AgentMessage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = Value::deserialize(d)?;
+        let role = value
+            .get("role")
+            .and_then(Value::as_str)
+            .ok_or_else(|| D::Error::custom("a message needs a string `role`"))?;
+        match role {
+            "user" | "assistant" | "toolResult" => serde_json::from_value::<Message>(value)
+                .map(AgentMessage::from)
+                .map_err(D::Error::custom),
+            _ => serde_json::from_value::<CustomMessage>(value)
+                .map(AgentMessage::Custom)
+                .map_err(D::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn llm_roles_and_custom_round_trip() {
+        for raw in [
+            json!({"role": "user", "content": "hi", "timestamp": 1}),
+            json!({"role": "toolResult", "toolCallId": "a", "toolName": "b",
+                   "content": [{"type": "text", "text": "ok"}], "isError": false, "timestamp": 2}),
+            json!({"role": "bashExecution", "command": "ls", "output": "", "exitCode": 0,
+                   "cancelled": false, "truncated": false, "timestamp": 3}),
+        ] {
+            let m: AgentMessage = serde_json::from_value(raw.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&m).unwrap(), raw);
+        }
+    }
+
+    #[test]
+    fn custom_accessors() {
+        let m: AgentMessage =
+            serde_json::from_value(json!({"role": "note", "text": "x", "timestamp": 9})).unwrap();
+        assert_eq!(m.role(), "note");
+        assert_eq!(m.timestamp(), Some(9));
+        assert!(m.to_message().is_none());
+        assert_eq!(m.as_custom().unwrap().get("text"), Some(&json!("x")));
+    }
+}
