@@ -133,13 +133,13 @@ impl AgentMessage {
         }
     }
 
-    /// The LLM [`Message`], or `Err(self)` for a custom message.
-    pub fn into_message(self) -> Result<Message, AgentMessage> {
+    /// The LLM [`Message`], or the custom message back as `Err`.
+    pub fn into_message(self) -> Result<Message, CustomMessage> {
         match self {
             AgentMessage::User(m) => Ok(Message::User(m)),
             AgentMessage::Assistant(m) => Ok(Message::Assistant(m)),
             AgentMessage::ToolResult(m) => Ok(Message::ToolResult(m)),
-            custom => Err(custom),
+            AgentMessage::Custom(c) => Err(c),
         }
     }
 
