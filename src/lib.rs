@@ -61,6 +61,7 @@
 #![allow(clippy::large_enum_variant)]
 
 pub mod agent;
+mod env_keys;
 mod error;
 mod event;
 mod event_stream;
@@ -71,6 +72,7 @@ mod options;
 pub mod providers;
 mod thinking;
 
+pub use env_keys::{env_api_key, env_var_names, resolve_api_key};
 pub use error::{Error, ErrorKind};
 pub use event::{AssistantMessageEvent, PartialMessage};
 pub use event_stream::{AssistantMessageEventStream, EventSender, EventStream, StreamEvent};
