@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use futures::StreamExt;
-use pi_engine::{ApiRegistry, Context, Model, StreamOptions};
+use pi_engine::{ApiRegistry, Context, Message, Model, StreamOptions};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -36,7 +36,9 @@ pub(crate) async fn run(path: &str) -> Result<(), String> {
         }
         let message = stream.result().await;
         out.write_all(br#"{"type":"__final_message__","message":"#)
-            .and_then(|()| serde_json::to_writer(&mut out, &message).map_err(Into::into))
+            .and_then(|()| {
+                serde_json::to_writer(&mut out, &Message::from(message)).map_err(Into::into)
+            })
             .and_then(|()| out.write_all(b"}\n"))
             .map_err(|e| format!("write: {e}"))?;
         out.flush().map_err(|e| format!("write: {e}"))?;
