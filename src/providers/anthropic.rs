@@ -685,6 +685,17 @@ struct WireDelta<'a> {
     signature: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     stop_reason: Option<Cow<'a, str>>,
+    #[serde(default)]
+    stop_details: Option<WireStopDetails>,
+}
+
+/// Why the model refused (`message_delta.delta.stop_details`).
+#[derive(Debug, Default, Deserialize)]
+struct WireStopDetails {
+    #[serde(default)]
+    category: Option<String>,
+    #[serde(default)]
+    explanation: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -934,8 +945,12 @@ impl AnthropicDecoder {
                 out.push(end);
             }
             "message_delta" => {
-                if let Some(reason) = event.delta.and_then(|d| d.stop_reason) {
-                    match map_stop_reason(&reason) {
+                let (reason, details) = match event.delta {
+                    Some(d) => (d.stop_reason, d.stop_details),
+                    None => (None, None),
+                };
+                if let Some(reason) = reason {
+                    match map_stop_reason(&reason, details.unwrap_or_default()) {
                         Ok(r) => self.stop_reason = r,
                         Err(e) => {
                             self.stop_reason = StopReason::Error;
@@ -966,15 +981,24 @@ impl AnthropicDecoder {
     }
 }
 
-fn map_stop_reason(reason: &str) -> Result<StopReason, Error> {
+/// pi's `mapStopReason`; a refusal is an error that says so (pi: "An unknown error
+/// occurred").
+fn map_stop_reason(reason: &str, details: WireStopDetails) -> Result<StopReason, Error> {
     match reason {
         "end_turn" | "pause_turn" | "stop_sequence" => Ok(StopReason::Stop),
         "max_tokens" => Ok(StopReason::Length),
         "tool_use" => Ok(StopReason::ToolUse),
-        "refusal" | "sensitive" => Err(Error::new(
-            ErrorKind::Refused,
-            format!("The model refused to answer (stop reason: {reason})"),
-        )),
+        "refusal" | "sensitive" => {
+            let mut message = format!("The model refused to answer (stop reason: {reason}");
+            if let Some(category) = details.category {
+                message.push_str(&format!(", category: {category}"));
+            }
+            message.push(')');
+            if let Some(explanation) = details.explanation {
+                message.push_str(&format!(": {explanation}"));
+            }
+            Err(Error::new(ErrorKind::Refused, message))
+        }
         other => Err(Error::from_message(format!(
             "Unhandled stop reason: {other}"
         ))),
