@@ -1099,3 +1099,374 @@ fn clip(text: &str, max: usize) -> &str {
         None => text,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{ThinkingContent, ToolResultMessage, UserMessage};
+    use crate::model::InputModality;
+
+    fn model() -> Model {
+        Model::new(
+            "claude-sonnet-4-5",
+            api::ANTHROPIC_MESSAGES,
+            "anthropic",
+            "https://api.anthropic.com/",
+        )
+        .with_reasoning(true)
+        .with_max_tokens(64_000)
+        .with_input(vec![InputModality::Text, InputModality::Image])
+    }
+
+    fn encode(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> (Value, Vec<(String, String)>, String) {
+        let (request, _) = build_request(model, context, options).unwrap();
+        let (url, headers) = request.parts();
+        (request.body().clone(), headers.to_vec(), url.to_owned())
+    }
+
+    fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+        headers
+            .iter()
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn key() -> StreamOptions {
+        StreamOptions::new().with_api_key("sk-ant-api-key")
+    }
+
+    #[test]
+    fn defaults_api_key_headers_and_max_tokens() {
+        let ctx = Context::new()
+            .with_system_prompt("Be brief.")
+            .with_message(UserMessage::text("hi"));
+        let (body, headers, url) = encode(&model(), &ctx, &key());
+        assert_eq!(url, "https://api.anthropic.com/v1/messages");
+        assert_eq!(header(&headers, "x-api-key"), Some("sk-ant-api-key"));
+        assert_eq!(header(&headers, "anthropic-version"), Some("2023-06-01"));
+        assert_eq!(
+            header(&headers, "anthropic-beta"),
+            Some("interleaved-thinking-2025-05-14")
+        );
+        assert_eq!(header(&headers, "authorization"), None);
+        assert_eq!(body["max_tokens"], 64_000 / 3);
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}])
+        );
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}
+            ]}])
+        );
+        assert!(body.get("thinking").is_none() && body.get("temperature").is_none());
+    }
+
+    #[test]
+    fn oauth_token_uses_claude_code_identity() {
+        let ctx = Context::new()
+            .with_system_prompt("Be brief.")
+            .with_message(UserMessage::text("hi"))
+            .with_tools(vec![Tool::new(
+                "read",
+                "Read a file",
+                json!({"type": "object"}),
+            )]);
+        let options = StreamOptions::new().with_api_key("sk-ant-oat01-secret");
+        let (request, oauth) = build_request(&model(), &ctx, &options).unwrap();
+        assert!(oauth);
+        let (_, headers) = request.parts();
+        assert_eq!(
+            header(headers, "authorization"),
+            Some("Bearer sk-ant-oat01-secret")
+        );
+        assert_eq!(header(headers, "x-api-key"), None);
+        assert_eq!(
+            header(headers, "anthropic-beta"),
+            Some("claude-code-20250219,oauth-2025-04-20,interleaved-thinking-2025-05-14")
+        );
+        assert_eq!(header(headers, "x-app"), Some("cli"));
+        let body = request.body();
+        assert_eq!(body["system"][0]["text"], CLAUDE_CODE_IDENTITY);
+        assert_eq!(body["system"][1]["text"], "Be brief.");
+        assert_eq!(body["tools"][0]["name"], "Read");
+        // Inbound names map back to the context's tool.
+        let decoder = AnthropicDecoder::new(ModelCost::default(), Some(vec!["read".into()]));
+        assert_eq!(decoder.tool_name("Read".into()), "read");
+    }
+
+    #[test]
+    fn cache_retention_none_and_long() {
+        let ctx = Context::new()
+            .with_system_prompt("s")
+            .with_message(UserMessage::text("hi"))
+            .with_tools(vec![
+                Tool::new("a", "A", json!({"type": "object"})),
+                Tool::new("b", "B", json!({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]})),
+            ]);
+        let (body, _, _) = encode(
+            &model(),
+            &ctx,
+            &key().with_cache_retention(CacheRetention::None),
+        );
+        assert!(!body.to_string().contains("cache_control"));
+        assert_eq!(body["messages"][0]["content"], "hi");
+        let (body, _, _) = encode(
+            &model(),
+            &ctx,
+            &key().with_cache_retention(CacheRetention::Long),
+        );
+        let long = json!({"type": "ephemeral", "ttl": "1h"});
+        assert_eq!(body["system"][0]["cache_control"], long);
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(body["tools"][1]["cache_control"], long);
+        assert_eq!(
+            body["tools"][1]["input_schema"],
+            json!({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]})
+        );
+        assert_eq!(body["tools"][0]["input_schema"]["properties"], json!({}));
+        assert_eq!(body["tools"][0]["eager_input_streaming"], true);
+        let no_long = model().with_compat(
+            json!({"supportsLongCacheRetention": false, "supportsEagerToolInputStreaming": false}),
+        );
+        let (body, headers, _) = encode(
+            &no_long,
+            &ctx,
+            &key().with_cache_retention(CacheRetention::Long),
+        );
+        assert_eq!(
+            body["system"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert!(body["tools"][0].get("eager_input_streaming").is_none());
+        assert_eq!(
+            header(&headers, "anthropic-beta"),
+            Some("fine-grained-tool-streaming-2025-05-14,interleaved-thinking-2025-05-14")
+        );
+    }
+
+    #[test]
+    fn thinking_temperature_and_tool_choice() {
+        let ctx = Context::new().with_message(UserMessage::text("hi"));
+        let opts = key()
+            .with_temperature(0.5)
+            .with_extra("thinkingEnabled", json!(true))
+            .with_extra("thinkingBudgetTokens", json!(4000))
+            .with_extra("toolChoice", json!("any"));
+        let (body, _, _) = encode(&model(), &ctx, &opts);
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 4000, "display": "summarized"})
+        );
+        assert!(
+            body.get("temperature").is_none(),
+            "no temperature with thinking"
+        );
+        assert_eq!(body["tool_choice"], json!({"type": "any"}));
+
+        let adaptive = Model::new("claude-opus-4-6", api::ANTHROPIC_MESSAGES, "anthropic", "")
+            .with_reasoning(true);
+        let opts = key()
+            .with_extra("thinkingEnabled", json!(true))
+            .with_extra("effort", json!("max"))
+            .with_extra("thinkingDisplay", json!("omitted"));
+        let (body, headers, url) = encode(&adaptive, &ctx, &opts);
+        assert_eq!(url, "https://api.anthropic.com/v1/messages");
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "adaptive", "display": "omitted"})
+        );
+        assert_eq!(body["output_config"], json!({"effort": "max"}));
+        assert_eq!(header(&headers, "anthropic-beta"), None);
+
+        let opts = key()
+            .with_temperature(0.5)
+            .with_extra("thinkingEnabled", json!(false))
+            .with_extra("toolChoice", json!({"type": "tool", "name": "read"}));
+        let (body, _, _) = encode(&model(), &ctx, &opts);
+        assert_eq!(body["thinking"], json!({"type": "disabled"}));
+        assert_eq!(body["temperature"], 0.5);
+        assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "read"}));
+        let (body, _, _) = encode(&model().with_reasoning(false), &ctx, &opts);
+        assert!(
+            body.get("thinking").is_none(),
+            "only reasoning models get thinking"
+        );
+
+        let bad = key().with_extra("thinkingEnabled", json!("yes"));
+        let err = build_request(&model(), &ctx, &bad).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config);
+    }
+
+    #[test]
+    fn messages_images_thinking_and_merged_tool_results() {
+        let assistant =
+            AssistantMessage::new(api::ANTHROPIC_MESSAGES, "anthropic", "claude-sonnet-4-5")
+                .with_content(vec![
+                    AssistantContent::Thinking(ThinkingContent::new("plan").with_signature("sig")),
+                    AssistantContent::Thinking(ThinkingContent::new("unsigned")),
+                    AssistantContent::Thinking(
+                        ThinkingContent::new("x")
+                            .with_signature("opaque")
+                            .redacted(),
+                    ),
+                    AssistantContent::text("  "),
+                    AssistantContent::tool_call("call|1", "read", json!({"path": "a"})),
+                    AssistantContent::tool_call("t2", "look", json!({})),
+                ])
+                .with_stop_reason(StopReason::ToolUse);
+        let ctx = Context::new()
+            .with_message(UserMessage::blocks(vec![
+                Content::text("see"),
+                Content::text(" "),
+                Content::image("AAAA", "image/png"),
+            ]))
+            .with_message(assistant)
+            .with_message(ToolResultMessage::new(
+                "call|1",
+                "read",
+                vec![Content::text("a"), Content::text("b")],
+                false,
+            ))
+            .with_message(ToolResultMessage::new(
+                "t2",
+                "look",
+                vec![Content::image("BBBB", "image/jpeg")],
+                true,
+            ));
+        let (body, _, _) = encode(
+            &model(),
+            &ctx,
+            &key().with_cache_retention(CacheRetention::None),
+        );
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": [
+                    {"type": "text", "text": "see"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+                ]},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "plan", "signature": "sig"},
+                    {"type": "text", "text": "unsigned"},
+                    {"type": "redacted_thinking", "data": "opaque"},
+                    {"type": "tool_use", "id": "call|1", "name": "read", "input": {"path": "a"}},
+                    {"type": "tool_use", "id": "t2", "name": "look", "input": {}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "call|1", "content": "a\nb", "is_error": false},
+                    {"type": "tool_result", "tool_use_id": "t2", "is_error": true, "content": [
+                        {"type": "text", "text": "(see attached image)"},
+                        {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "BBBB"}}
+                    ]}
+                ]}
+            ])
+        );
+    }
+
+    #[test]
+    fn foreign_tool_call_ids_are_normalized() {
+        let foreign = AssistantMessage::new("openai-responses", "openai", "gpt-5")
+            .with_content(vec![AssistantContent::tool_call(
+                "call_1|fc_x.y",
+                "read",
+                json!({}),
+            )])
+            .with_stop_reason(StopReason::ToolUse);
+        let ctx = Context::new()
+            .with_message(UserMessage::text("hi"))
+            .with_message(foreign)
+            .with_message(ToolResultMessage::new(
+                "call_1|fc_x.y",
+                "read",
+                vec![Content::text("ok")],
+                false,
+            ));
+        let (body, _, _) = encode(
+            &model(),
+            &ctx,
+            &key().with_cache_retention(CacheRetention::None),
+        );
+        assert_eq!(body["messages"][1]["content"][0]["id"], "call_1_fc_x_y");
+        assert_eq!(
+            body["messages"][2]["content"][0]["tool_use_id"],
+            "call_1_fc_x_y"
+        );
+        assert_eq!(
+            normalize_tool_call_id(
+                &"é".repeat(70),
+                &model(),
+                &AssistantMessage::new("", "", "")
+            )
+            .len(),
+            64
+        );
+    }
+
+    #[test]
+    fn cloudflare_and_copilot_auth() {
+        let ctx = Context::new().with_message(UserMessage::text("hi"));
+        let cf = Model::new(
+            "claude",
+            api::ANTHROPIC_MESSAGES,
+            "cloudflare-ai-gateway",
+            "https://gateway.example/v1/{PI_TEST_UNSET_ACCOUNT_9}/anthropic",
+        );
+        let err = build_request(&cf, &ctx, &key()).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "PI_TEST_UNSET_ACCOUNT_9 is required for provider cloudflare-ai-gateway but is not set."
+        );
+        let copilot = Model::new(
+            "claude",
+            api::ANTHROPIC_MESSAGES,
+            "github-copilot",
+            "https://copilot.example",
+        );
+        let (_, headers, _) = encode(&copilot, &ctx, &key());
+        assert_eq!(
+            header(&headers, "authorization"),
+            Some("Bearer sk-ant-api-key")
+        );
+        assert_eq!(header(&headers, "X-Initiator"), Some("user"));
+        assert_eq!(
+            header(&headers, "Openai-Intent"),
+            Some("conversation-edits")
+        );
+    }
+
+    #[test]
+    fn stop_reasons() {
+        assert_eq!(
+            map_stop_reason("end_turn", WireStopDetails::default()).unwrap(),
+            StopReason::Stop
+        );
+        assert_eq!(
+            map_stop_reason("pause_turn", WireStopDetails::default()).unwrap(),
+            StopReason::Stop
+        );
+        assert_eq!(
+            map_stop_reason("max_tokens", WireStopDetails::default()).unwrap(),
+            StopReason::Length
+        );
+        assert_eq!(
+            map_stop_reason("tool_use", WireStopDetails::default()).unwrap(),
+            StopReason::ToolUse
+        );
+        assert_eq!(
+            map_stop_reason("sensitive", WireStopDetails::default())
+                .unwrap_err()
+                .kind(),
+            ErrorKind::Refused
+        );
+        let e = map_stop_reason("model_context_window_exceeded", WireStopDetails::default())
+            .unwrap_err();
+        assert!(e.is_context_overflow(), "{e:?}");
+    }
+}

@@ -69,6 +69,12 @@ impl HttpRequest {
         &self.body
     }
 
+    /// The URL and the provider's own headers (before the model's and the options').
+    #[cfg(test)]
+    pub(crate) fn parts(&self) -> (&str, &[(String, String)]) {
+        (&self.url, &self.headers)
+    }
+
     /// Applies the shared steps; an unusable URL or header is a [`ErrorKind::Config`] error.
     pub(crate) fn prepare(self, model: &Model, options: &StreamOptions) -> Result<Prepared, Error> {
         let url = reqwest::Url::parse(&self.url).map_err(|e| {
