@@ -44,7 +44,7 @@ fn payload(bytes: usize) -> Vec<u8> {
         out.push_str("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"");
         out.push_str(word);
         out.push_str("\"}}\n\n");
-        if i % 500 == 0 {
+        if i.is_multiple_of(500) {
             out.push_str("event: ping\ndata: {\"type\": \"ping\"}\n\n");
         }
         i += 1;

@@ -220,11 +220,10 @@ fn unknown_api(model: &Model) -> AssistantMessageEventStream {
 
 /// The built-in providers enabled by cargo features.
 fn builtin_providers() -> Vec<Arc<dyn ApiProvider>> {
-    #[allow(unused_mut)] // Empty without provider features.
-    let mut providers: Vec<Arc<dyn ApiProvider>> = Vec::new();
-    #[cfg(feature = "anthropic")]
-    providers.push(Arc::new(anthropic::AnthropicProvider::new()));
-    providers
+    vec![
+        #[cfg(feature = "anthropic")]
+        Arc::new(anthropic::AnthropicProvider::new()),
+    ]
 }
 
 /// Streams a reply from the provider registered for `model.api` in the global registry.
