@@ -51,6 +51,7 @@ type BoxPollFn<E, S> = Box<dyn FnMut(&S, &mut TaskContext<'_>) -> Poll<Option<E>
 
 enum Source<E: StreamEvent<R>, R> {
     Stream(BoxStream<E>),
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // Used by the HTTP providers.
     PollFn(BoxPollFn<E, E::State>),
     Channel {
         rx: mpsc::UnboundedReceiver<E>,
@@ -112,6 +113,7 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
     /// after every event it produced before has been observed, so a producer can build
     /// `*_end` and final events from the state instead of keeping its own copy of the
     /// message (the built-in HTTP providers work this way: one copy of the reply, not two).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn from_poll_fn(
         state: E::State,
         poll: impl FnMut(&E::State, &mut TaskContext<'_>) -> Poll<Option<E>> + Send + 'static,
