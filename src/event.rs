@@ -397,7 +397,7 @@ impl PartialMessage {
                 self.set_parser(*content_index, None);
             }
             E::Done { message, .. } | E::Error { error: message, .. } => {
-                self.message.clone_from(message);
+                self.message.assign_from(message);
                 self.parsers.clear();
             }
         }
@@ -452,6 +452,41 @@ mod tests {
         for (ev, want) in cases {
             assert_eq!(serde_json::to_value(&ev).unwrap(), want);
         }
+    }
+
+    #[test]
+    fn final_message_reuses_streamed_blocks() {
+        use AssistantMessageEvent as E;
+        let mut p = PartialMessage::new(AssistantMessage::new("a", "p", "m"));
+        p.apply(&E::TextStart { content_index: 0 });
+        p.apply(&E::TextDelta {
+            content_index: 0,
+            delta: "long reply".into(),
+        });
+        let AssistantContent::Text(t) = &p.message().content[0] else {
+            panic!()
+        };
+        let before = t.text.as_ptr();
+        let mut done = p.message().clone().with_response_id("r1");
+        done.content.push(AssistantContent::text("more"));
+        p.apply(&E::Done {
+            reason: StopReason::Stop,
+            message: done.clone(),
+        });
+        assert_eq!(p.message(), &done);
+        assert_eq!(p.message().response_id.as_deref(), Some("r1"));
+        let AssistantContent::Text(t) = &p.message().content[0] else {
+            panic!()
+        };
+        assert_eq!(t.text.as_ptr(), before, "the equal block was not copied");
+        // A final message with less or different content replaces it.
+        let shorter =
+            AssistantMessage::new("a", "p", "m").with_content(vec![AssistantContent::text("x")]);
+        p.apply(&E::Error {
+            reason: StopReason::Error,
+            error: shorter.clone(),
+        });
+        assert_eq!(p.message(), &shorter);
     }
 
     #[test]

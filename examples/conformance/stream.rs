@@ -23,8 +23,9 @@ pub(crate) async fn run(path: &str) -> Result<(), String> {
         serde_json::from_str(&text).map_err(|e| format!("bad request file {path}: {e}"))?;
     let registry = ApiRegistry::global();
     let simple = request.options.reasoning.is_some();
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    // Millions of short lines: one large buffer straight to the file descriptor (stdout's own
+    // line buffering would copy every block a second time).
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, raw_stdout());
     for _ in 0..request.repeat.unwrap_or(1).max(1) {
         let mut stream = if simple {
             registry.stream_simple(&request.model, &request.context, &request.options)
@@ -44,6 +45,21 @@ pub(crate) async fn run(path: &str) -> Result<(), String> {
         out.flush().map_err(|e| format!("write: {e}"))?;
     }
     Ok(())
+}
+
+/// Standard output without Rust's line buffering.
+#[cfg(unix)]
+fn raw_stdout() -> Box<dyn Write> {
+    use std::os::fd::AsFd;
+    match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(_) => Box::new(std::io::stdout()),
+    }
+}
+
+#[cfg(not(unix))]
+fn raw_stdout() -> Box<dyn Write> {
+    Box::new(std::io::stdout())
 }
 
 fn write_line(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(), String> {
