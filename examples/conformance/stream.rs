@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use futures::StreamExt;
-use pi_engine::{ApiRegistry, Context, Message, Model, StreamOptions};
+use pi_engine::{ApiRegistry, AssistantMessageEvent, Context, Message, Model, StreamOptions};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -47,6 +47,19 @@ pub(crate) async fn run(path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `n` in decimal, in `buf`.
+fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
 /// Standard output without Rust's line buffering.
 #[cfg(unix)]
 fn raw_stdout() -> Box<dyn Write> {
@@ -62,7 +75,37 @@ fn raw_stdout() -> Box<dyn Write> {
     Box::new(std::io::stdout())
 }
 
-fn write_line(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(), String> {
-    serde_json::to_writer(&mut *out, value).map_err(|e| format!("write: {e}"))?;
-    out.write_all(b"\n").map_err(|e| format!("write: {e}"))
+/// One event as a JSON line. Deltas, nearly every line of a long reply, are written
+/// directly (same bytes as serde's output); the rest through serde.
+fn write_line(out: &mut impl Write, event: &AssistantMessageEvent) -> Result<(), String> {
+    use AssistantMessageEvent as E;
+    let delta = match event {
+        E::TextDelta {
+            content_index,
+            delta,
+        } => Some((&b"text_delta"[..], *content_index, delta)),
+        E::ThinkingDelta {
+            content_index,
+            delta,
+        } => Some((&b"thinking_delta"[..], *content_index, delta)),
+        E::ToolcallDelta {
+            content_index,
+            delta,
+        } => Some((&b"toolcall_delta"[..], *content_index, delta)),
+        _ => None,
+    };
+    let written = match delta {
+        Some((kind, index, delta)) => out
+            .write_all(br#"{"type":""#)
+            .and_then(|()| out.write_all(kind))
+            .and_then(|()| out.write_all(br#"","contentIndex":"#))
+            .and_then(|()| out.write_all(decimal(index, &mut [0u8; 20])))
+            .and_then(|()| out.write_all(br#","delta":"#))
+            .and_then(|()| serde_json::to_writer(&mut *out, delta).map_err(Into::into))
+            .and_then(|()| out.write_all(b"}\n")),
+        None => serde_json::to_writer(&mut *out, event)
+            .map_err(Into::into)
+            .and_then(|()| out.write_all(b"\n")),
+    };
+    written.map_err(|e| format!("write: {e}"))
 }

@@ -89,6 +89,9 @@ pub struct SseDecoder {
     joined: Vec<u8>,
     /// The body ended: a last unterminated line and event are delivered.
     finished: bool,
+    /// A CR has been fed: lines are then split on CR too (most streams use LF only, and a
+    /// one-byte search is faster).
+    saw_cr: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -113,6 +116,9 @@ impl SseDecoder {
         // at most once on average.
         if self.pos > 0 && self.pos >= self.buf.len() / 2 {
             self.compact();
+        }
+        if !self.saw_cr && memchr::memchr(b'\r', chunk).is_some() {
+            self.saw_cr = true;
         }
         self.buf.extend_from_slice(chunk);
     }
@@ -143,7 +149,12 @@ impl SseDecoder {
                 self.after_cr = false;
                 continue;
             }
-            let (line_end, next) = match memchr::memchr2(b'\n', b'\r', rest) {
+            let found = if self.saw_cr {
+                memchr::memchr2(b'\n', b'\r', rest)
+            } else {
+                memchr::memchr(b'\n', rest)
+            };
+            let (line_end, next) = match found {
                 Some(i) => {
                     if rest[i] == b'\r' {
                         self.after_cr = true;
