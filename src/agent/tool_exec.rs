@@ -1,0 +1,531 @@
+//! Running the tool calls of one assistant message: pi's `executeToolCalls`.
+//!
+//! Each call is prepared in order — `tool_execution_start`, tool lookup, `prepare_arguments`,
+//! validation, `before_tool_call` — and a call that fails there ends at once with an error
+//! result (in parallel mode that `tool_execution_end` comes before any tool has started,
+//! as in pi). Then the prepared calls run: concurrently, reporting `tool_execution_end` as
+//! they finish and the tool-result messages afterwards in the order of the calls; or, in
+//! sequential mode, one after the other, each with its result message.
+//!
+//! Tools run inside the loop's task. While a listener handles an event the tools wait, so a
+//! listener is a barrier for tools as for the model stream.
+
+use std::future::{Future, poll_fn};
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use futures::FutureExt;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::agent_loop::{AgentEventSink, panic_message};
+use crate::agent::config::{
+    AfterToolCallContext, AgentContext, AgentLoopConfig, BeforeToolCallContext, ToolCallDecision,
+};
+use crate::agent::event::AgentEvent;
+use crate::agent::message::AgentMessage;
+use crate::agent::tool::{AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdate, ToolUpdates};
+use crate::message::{AssistantMessage, Tool, ToolCall, ToolResultMessage};
+
+/// The text of the error result of a call that was not started because the run was aborted.
+pub(crate) const TOOL_ABORTED: &str = "Operation aborted";
+
+/// The results of one batch of tool calls.
+pub(crate) struct ToolBatch {
+    /// One result message per call, in the order of the calls.
+    pub(crate) messages: Vec<ToolResultMessage>,
+    /// Every result asked to end the run.
+    pub(crate) terminate: bool,
+}
+
+/// A call's outcome.
+struct Finalized {
+    result: AgentToolResult,
+    is_error: bool,
+}
+
+impl Finalized {
+    fn error(text: impl Into<String>) -> Self {
+        Finalized {
+            result: AgentToolResult::text(text),
+            is_error: true,
+        }
+    }
+}
+
+/// A call that passed preparation and may run.
+struct Prepared<'a> {
+    tool: &'a Arc<dyn AgentTool>,
+    args: Map<String, Value>,
+}
+
+/// What the calls of a batch share.
+struct Batch<'a> {
+    context: &'a AgentContext,
+    message: &'a AssistantMessage,
+    config: &'a AgentLoopConfig,
+    cancel: &'a CancellationToken,
+    calls: Vec<&'a ToolCall>,
+}
+
+pub(crate) async fn execute_tool_calls<E: AgentEventSink>(
+    context: &AgentContext,
+    message: &AssistantMessage,
+    config: &AgentLoopConfig,
+    cancel: &CancellationToken,
+    emit: &mut E,
+) -> ToolBatch {
+    let calls: Vec<&ToolCall> = message.tool_calls().collect();
+    let sequential = config.tool_execution == ToolExecutionMode::Sequential
+        || calls.iter().any(|c| {
+            context
+                .tool(&c.name)
+                .is_some_and(|t| t.execution_mode() == Some(ToolExecutionMode::Sequential))
+        });
+    let batch = Batch {
+        context,
+        message,
+        config,
+        cancel,
+        calls,
+    };
+    let (tx, mut updates) = mpsc::unbounded_channel();
+    let finalized = if sequential {
+        batch.run_sequential(emit, &tx, &mut updates).await
+    } else {
+        batch.run_parallel(emit, &tx, &mut updates).await
+    };
+    let terminate = !finalized.is_empty() && finalized.iter().all(|f| f.result.wants_terminate());
+    let messages = if sequential {
+        finalized
+            .iter()
+            .zip(&batch.calls)
+            .map(|(f, c)| result_message(c, f))
+            .collect()
+    } else {
+        let mut messages = Vec::with_capacity(finalized.len());
+        for (f, call) in finalized.iter().zip(&batch.calls) {
+            let m = result_message(call, f);
+            emit_result_message(emit, &m).await;
+            messages.push(m);
+        }
+        messages
+    };
+    ToolBatch {
+        messages,
+        terminate,
+    }
+}
+
+fn result_message(call: &ToolCall, f: &Finalized) -> ToolResultMessage {
+    let mut m = ToolResultMessage::new(
+        call.id.clone(),
+        call.name.clone(),
+        f.result.content.clone(),
+        f.is_error,
+    );
+    if !f.result.details.is_null() {
+        m.details = Some(f.result.details.clone());
+    }
+    m
+}
+
+async fn emit_result_message<E: AgentEventSink>(emit: &mut E, m: &ToolResultMessage) {
+    emit.emit(AgentEvent::MessageStart {
+        message: AgentMessage::ToolResult(m.clone()),
+    })
+    .await;
+    emit.emit(AgentEvent::MessageEnd {
+        message: AgentMessage::ToolResult(m.clone()),
+    })
+    .await;
+}
+
+impl<'a> Batch<'a> {
+    async fn emit_start<E: AgentEventSink>(&self, emit: &mut E, index: usize) {
+        let call = self.calls[index];
+        emit.emit(AgentEvent::ToolExecutionStart {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: call.arguments.clone(),
+        })
+        .await;
+    }
+
+    async fn emit_end<E: AgentEventSink>(&self, emit: &mut E, index: usize, f: &Finalized) {
+        let call = self.calls[index];
+        emit.emit(AgentEvent::ToolExecutionEnd {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            result: f.result.clone(),
+            is_error: f.is_error,
+        })
+        .await;
+    }
+
+    async fn emit_update<E: AgentEventSink>(&self, emit: &mut E, update: ToolUpdate) {
+        let Some(call) = self.calls.get(update.index) else {
+            return;
+        };
+        emit.emit(AgentEvent::ToolExecutionUpdate {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: call.arguments.clone(),
+            partial_result: update.partial,
+        })
+        .await;
+        let _ = update.delivered.send(());
+    }
+
+    async fn run_sequential<E: AgentEventSink>(
+        &self,
+        emit: &mut E,
+        tx: &mpsc::UnboundedSender<ToolUpdate>,
+        updates: &mut mpsc::UnboundedReceiver<ToolUpdate>,
+    ) -> Vec<Finalized> {
+        let mut out = Vec::with_capacity(self.calls.len());
+        for index in 0..self.calls.len() {
+            self.emit_start(emit, index).await;
+            let finalized = match self.prepare(index).await {
+                Err(f) => {
+                    self.emit_end(emit, index, &f).await;
+                    f
+                }
+                Ok(p) => {
+                    let handle = ToolUpdates::new(index, tx.clone());
+                    let mut running = vec![(index, Box::pin(self.run_prepared(index, p, handle)))];
+                    // `drive` emits the call's updates and its tool_execution_end.
+                    match self.drive(emit, &mut running, updates).await.pop() {
+                        Some((_, f)) => f,
+                        None => Finalized::error("The tool call did not finish"),
+                    }
+                }
+            };
+            let m = result_message(self.calls[index], &finalized);
+            emit_result_message(emit, &m).await;
+            out.push(finalized);
+        }
+        out
+    }
+
+    async fn run_parallel<E: AgentEventSink>(
+        &self,
+        emit: &mut E,
+        tx: &mpsc::UnboundedSender<ToolUpdate>,
+        updates: &mut mpsc::UnboundedReceiver<ToolUpdate>,
+    ) -> Vec<Finalized> {
+        let n = self.calls.len();
+        let mut slots: Vec<Option<Finalized>> = (0..n).map(|_| None).collect();
+        let mut running = Vec::new();
+        for (index, slot) in slots.iter_mut().enumerate() {
+            self.emit_start(emit, index).await;
+            match self.prepare(index).await {
+                Err(f) => {
+                    self.emit_end(emit, index, &f).await;
+                    *slot = Some(f);
+                }
+                Ok(p) => {
+                    let handle = ToolUpdates::new(index, tx.clone());
+                    running.push((index, Box::pin(self.run_prepared(index, p, handle))));
+                }
+            }
+        }
+        for (index, f) in self.drive(emit, &mut running, updates).await {
+            slots[index] = Some(f);
+        }
+        slots
+            .into_iter()
+            .map(|s| s.unwrap_or_else(|| Finalized::error("The tool call did not finish")))
+            .collect()
+    }
+
+    /// Polls the running calls and the update channel until every call has finished:
+    /// updates are emitted as they come, `tool_execution_end` as each call finishes (after
+    /// the updates it sent). Calls that finish in the same poll are reported in call order.
+    async fn drive<E, F>(
+        &self,
+        emit: &mut E,
+        running: &mut Vec<(usize, Pin<Box<F>>)>,
+        updates: &mut mpsc::UnboundedReceiver<ToolUpdate>,
+    ) -> Vec<(usize, Finalized)>
+    where
+        E: AgentEventSink,
+        F: Future<Output = Finalized>,
+    {
+        enum Step {
+            Update(ToolUpdate),
+            Done(usize, Finalized),
+        }
+        let mut done = Vec::with_capacity(running.len());
+        while !running.is_empty() {
+            let step = poll_fn(|cx| {
+                if let Poll::Ready(Some(u)) = updates.poll_recv(cx) {
+                    return Poll::Ready(Step::Update(u));
+                }
+                for j in 0..running.len() {
+                    if let Poll::Ready(f) = running[j].1.as_mut().poll(cx) {
+                        let (index, _) = running.remove(j);
+                        return Poll::Ready(Step::Done(index, f));
+                    }
+                }
+                Poll::Pending
+            })
+            .await;
+            match step {
+                Step::Update(u) => self.emit_update(emit, u).await,
+                Step::Done(index, f) => {
+                    while let Ok(u) = updates.try_recv() {
+                        self.emit_update(emit, u).await;
+                    }
+                    self.emit_end(emit, index, &f).await;
+                    done.push((index, f));
+                }
+            }
+        }
+        done
+    }
+
+    /// Tool lookup, `prepare_arguments`, validation and `before_tool_call`. `Err` is the
+    /// call's immediate (error) outcome.
+    async fn prepare(&self, index: usize) -> Result<Prepared<'a>, Finalized> {
+        let call = self.calls[index];
+        let Some(tool) = self.context.tool(&call.name) else {
+            return Err(Finalized::error(format!("Tool {} not found", call.name)));
+        };
+        let prepared =
+            std::panic::catch_unwind(AssertUnwindSafe(|| tool.prepare_arguments(&call.arguments)))
+                .map_err(|p| Finalized::error(panic_message(&*p)))?;
+        let validated = match prepared {
+            None => validate_arguments(tool.definition(), call),
+            Some(args) => {
+                let mut call = call.clone();
+                call.arguments = args;
+                validate_arguments(tool.definition(), &call)
+            }
+        };
+        let args = validated.map_err(Finalized::error)?;
+        if let Some(hook) = &self.config.hooks.before_tool_call {
+            let cx = BeforeToolCallContext {
+                assistant_message: self.message,
+                tool_call: call,
+                args: &args,
+                context: self.context,
+                cancel: self.cancel,
+            };
+            let decision = match std::panic::catch_unwind(AssertUnwindSafe(|| hook(cx))) {
+                Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
+                Err(p) => Err(p),
+            };
+            match decision {
+                Ok(ToolCallDecision::Allow) => {}
+                Ok(ToolCallDecision::Block(reason)) => {
+                    return Err(Finalized::error(
+                        reason.unwrap_or_else(|| "Tool execution was blocked".to_owned()),
+                    ));
+                }
+                Err(p) => return Err(Finalized::error(panic_message(&*p))),
+            }
+        }
+        Ok(Prepared { tool, args })
+    }
+
+    /// Executes a prepared call and applies `after_tool_call`.
+    async fn run_prepared(&self, index: usize, p: Prepared<'a>, updates: ToolUpdates) -> Finalized {
+        let call = self.calls[index];
+        // A call that has not started when the run is aborted is not started at all.
+        if self.cancel.is_cancelled() {
+            return Finalized::error(TOOL_ABORTED);
+        }
+        let after = self.config.hooks.after_tool_call.as_ref();
+        let kept_args = after.map(|_| p.args.clone());
+        let executed = execute_tool(p.tool, call, p.args, self.cancel.child_token(), updates).await;
+        let (Some(hook), Some(args)) = (after, kept_args) else {
+            return executed;
+        };
+        let cx = AfterToolCallContext {
+            assistant_message: self.message,
+            tool_call: call,
+            args: &args,
+            result: &executed.result,
+            is_error: executed.is_error,
+            context: self.context,
+            cancel: self.cancel,
+        };
+        let replaced = match std::panic::catch_unwind(AssertUnwindSafe(|| hook(cx))) {
+            Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
+            Err(p) => Err(p),
+        };
+        match replaced {
+            Ok(None) => executed,
+            Ok(Some(r)) => {
+                let Finalized {
+                    mut result,
+                    is_error,
+                } = executed;
+                if let Some(content) = r.content {
+                    result.content = content;
+                }
+                if let Some(details) = r.details {
+                    result.details = details;
+                }
+                if r.terminate.is_some() {
+                    result.terminate = r.terminate;
+                }
+                Finalized {
+                    result,
+                    is_error: r.is_error.unwrap_or(is_error),
+                }
+            }
+            Err(p) => Finalized::error(panic_message(&*p)),
+        }
+    }
+}
+
+/// Runs a tool, turning an `Err` or a panic into an error result.
+async fn execute_tool(
+    tool: &Arc<dyn AgentTool>,
+    call: &ToolCall,
+    args: Map<String, Value>,
+    cancel: CancellationToken,
+    updates: ToolUpdates,
+) -> Finalized {
+    let panicked = |p: Box<dyn std::any::Any + Send>| {
+        Finalized::error(format!(
+            "Tool {} panicked: {}",
+            call.name,
+            panic_message(&*p)
+        ))
+    };
+    let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| {
+        tool.execute(&call.id, args, cancel, updates)
+    })) {
+        Ok(fut) => fut,
+        Err(p) => return panicked(p),
+    };
+    match AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(Ok(result)) => Finalized {
+            result,
+            is_error: false,
+        },
+        Ok(Err(e)) => Finalized::error(e.to_string()),
+        Err(p) => panicked(p),
+    }
+}
+
+/// Validates (and coerces) a call's arguments against the tool's schema; the error is the
+/// text the model reads.
+fn validate_arguments(tool: &Tool, call: &ToolCall) -> Result<Map<String, Value>, String> {
+    interim_validation::validate(tool, call)
+}
+
+/// A stand-in for `crate::validation::validate_tool_arguments` until it lands: JSON Schema
+/// validation with pi's coercions of top-level scalars and pi's error frame.
+mod interim_validation {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use serde_json::{Map, Value};
+
+    use crate::message::{Tool, ToolCall};
+
+    fn validator(schema: &Value) -> Option<Arc<jsonschema::Validator>> {
+        static CACHE: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> =
+            OnceLock::new();
+        let key = schema.to_string();
+        let cache = CACHE.get_or_init(Default::default);
+        let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = cache.get(&key) {
+            return Some(v.clone());
+        }
+        let v = Arc::new(jsonschema::validator_for(schema).ok()?);
+        cache.insert(key, v.clone());
+        Some(v)
+    }
+
+    fn coerce(schema: &Value, value: &mut Value) {
+        let ty = schema.get("type").and_then(Value::as_str);
+        match (ty, &*value) {
+            (Some("integer"), Value::String(s)) => {
+                if let Ok(n) = s.trim().parse::<i64>() {
+                    *value = Value::from(n);
+                }
+            }
+            (Some("number"), Value::String(s)) => {
+                if let Ok(n) = s.trim().parse::<f64>()
+                    && let Some(n) = serde_json::Number::from_f64(n)
+                {
+                    *value = Value::Number(n);
+                }
+            }
+            (Some("boolean"), Value::String(s)) if s == "true" || s == "false" => {
+                *value = Value::Bool(s == "true");
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn validate(tool: &Tool, call: &ToolCall) -> Result<Map<String, Value>, String> {
+        let mut args = call.arguments.clone();
+        if let Some(props) = tool.parameters.get("properties").and_then(Value::as_object) {
+            for (k, v) in args.iter_mut() {
+                if let Some(s) = props.get(k) {
+                    coerce(s, v);
+                }
+            }
+        }
+        let Some(validator) = validator(&tool.parameters) else {
+            return Ok(args);
+        };
+        let instance = Value::Object(args);
+        let mut lines = Vec::new();
+        let mut extra = Vec::new();
+        for e in validator.iter_errors(&instance) {
+            use jsonschema::error::ValidationErrorKind as K;
+            let path = e.instance_path().to_string();
+            let path = path.trim_start_matches('/').replace('/', ".");
+            let at = |p: &str| {
+                if p.is_empty() {
+                    "root".to_owned()
+                } else {
+                    p.to_owned()
+                }
+            };
+            match e.kind() {
+                K::Required { property } => {
+                    let name = property.as_str().unwrap_or_default();
+                    lines.push(format!("{name}: must have required properties {name}"));
+                }
+                K::AdditionalProperties { unexpected } => {
+                    for name in unexpected {
+                        extra.push(format!("{name}: schema is false"));
+                    }
+                    extra.push(format!(
+                        "{}: must not have additional properties",
+                        at(&path)
+                    ));
+                }
+                _ => lines.push(format!("{}: {e}", at(&path))),
+            }
+        }
+        lines.extend(extra);
+        let Value::Object(args) = instance else {
+            return Err(String::new());
+        };
+        if lines.is_empty() {
+            return Ok(args);
+        }
+        let pretty = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
+        Err(format!(
+            "Validation failed for tool \"{}\":\n{}\n\nReceived arguments:\n{pretty}",
+            tool.name,
+            lines
+                .iter()
+                .map(|l| format!("  - {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ))
+    }
+}
