@@ -120,14 +120,27 @@ pub async fn run_agent_loop<E: AgentEventSink>(
     cancel: &CancellationToken,
     emit: E,
 ) -> Vec<AgentMessage> {
-    let mut run = Run::new(context, config, cancel, emit);
+    run_prompts(prompts, context, config, cancel, emit, true).await
+}
+
+/// [`run_agent_loop`]; `keep` is false when the caller does not need the result (the
+/// messages are then moved into `agent_end` instead of copied).
+pub(crate) async fn run_prompts<E: AgentEventSink>(
+    prompts: Vec<AgentMessage>,
+    context: AgentContext,
+    config: &AgentLoopConfig,
+    cancel: &CancellationToken,
+    emit: E,
+    keep: bool,
+) -> Vec<AgentMessage> {
+    let mut run = Run::new(context, config, cancel, emit, keep);
     run.emit(AgentEvent::AgentStart).await;
     run.emit(AgentEvent::TurnStart).await;
     for prompt in prompts {
         run.add_message(prompt).await;
     }
-    run.run_loop(true).await;
-    run.new_messages
+    run.run_loop().await;
+    run.result
 }
 
 /// Continues from `context` without adding a message (a retry after an error, or after tool
@@ -148,12 +161,23 @@ pub async fn run_agent_loop_continue<E: AgentEventSink>(
     cancel: &CancellationToken,
     emit: E,
 ) -> Result<Vec<AgentMessage>, AgentError> {
+    run_continue(context, config, cancel, emit, true).await
+}
+
+/// [`run_agent_loop_continue`], with `keep` as for [`run_prompts`].
+pub(crate) async fn run_continue<E: AgentEventSink>(
+    context: AgentContext,
+    config: &AgentLoopConfig,
+    cancel: &CancellationToken,
+    emit: E,
+    keep: bool,
+) -> Result<Vec<AgentMessage>, AgentError> {
     check_continue(&context)?;
-    let mut run = Run::new(context, config, cancel, emit);
+    let mut run = Run::new(context, config, cancel, emit, keep);
     run.emit(AgentEvent::AgentStart).await;
     run.emit(AgentEvent::TurnStart).await;
-    run.run_loop(true).await;
-    Ok(run.new_messages)
+    run.run_loop().await;
+    Ok(run.result)
 }
 
 /// Starts the loop for new `prompts`, returning its events as a pull-based stream that ends
@@ -196,7 +220,7 @@ pub fn agent_loop(
     cancel: CancellationToken,
 ) -> AgentEventStream {
     EventStream::from_future(AgentLoopState::new(), move |tx| async move {
-        run_agent_loop(prompts, context, &config, &cancel, PullSink(tx)).await;
+        run_prompts(prompts, context, &config, &cancel, PullSink(tx), false).await;
     })
 }
 
@@ -214,7 +238,7 @@ pub fn agent_loop_continue(
     Ok(EventStream::from_future(
         AgentLoopState::new(),
         move |tx| async move {
-            let _ = run_agent_loop_continue(context, &config, &cancel, PullSink(tx)).await;
+            let _ = run_continue(context, &config, &cancel, PullSink(tx), false).await;
         },
     ))
 }
@@ -279,7 +303,11 @@ struct Run<'c, E> {
     config: &'c AgentLoopConfig,
     cancel: &'c CancellationToken,
     emit: E,
-    new_messages: Vec<AgentMessage>,
+    /// Index in `context.messages` of the first message this run added.
+    start: usize,
+    /// Whether the caller wants the run's messages back (else they move into `agent_end`).
+    keep: bool,
+    result: Vec<AgentMessage>,
     llm: LlmContext,
     turns: usize,
 }
@@ -297,6 +325,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
         config: &'c AgentLoopConfig,
         cancel: &'c CancellationToken,
         emit: E,
+        keep: bool,
     ) -> Self {
         let tools = context.tool_definitions();
         let llm = Context {
@@ -305,11 +334,13 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
             tools: Some(tools).filter(|t| !t.is_empty()),
         };
         Run {
+            start: context.messages.len(),
             context,
             config,
             cancel,
             emit,
-            new_messages: Vec::new(),
+            keep,
+            result: Vec::new(),
             llm: LlmContext {
                 context: llm,
                 converted: Some(0),
@@ -332,8 +363,20 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
             message: message.clone(),
         })
         .await;
-        self.context.messages.push(message.clone());
-        self.new_messages.push(message);
+        self.context.messages.push(message);
+    }
+
+    /// The messages this run has added so far.
+    fn new_messages(&self) -> &[AgentMessage] {
+        &self.context.messages[self.start..]
+    }
+
+    /// The assistant message at `index` of the conversation.
+    fn assistant(&self, index: usize) -> &AssistantMessage {
+        match &self.context.messages[index] {
+            AgentMessage::Assistant(m) => m,
+            _ => unreachable!("the index of a reply the run added"),
+        }
     }
 
     fn poll_steering(&self) -> Vec<AgentMessage> {
@@ -344,7 +387,8 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
             .unwrap_or_default()
     }
 
-    async fn run_loop(&mut self, mut first_turn: bool) {
+    async fn run_loop(&mut self) {
+        let mut first_turn = true;
         let mut pending = self.poll_steering();
         loop {
             let mut has_more_tool_calls = true;
@@ -358,10 +402,10 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                     self.add_message(message).await;
                 }
 
-                let message = self.stream_assistant_response().await;
-                self.new_messages
-                    .push(AgentMessage::Assistant(message.clone()));
-                if message.stop_reason.is_failure() {
+                self.stream_assistant_response().await;
+                let reply = self.context.messages.len() - 1;
+                if self.assistant(reply).stop_reason.is_failure() {
+                    let message = self.assistant(reply).clone();
                     self.emit(AgentEvent::TurnEnd {
                         message,
                         tool_results: Vec::new(),
@@ -373,10 +417,14 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
 
                 let mut tool_results = Vec::new();
                 has_more_tool_calls = false;
-                if message.tool_calls().next().is_some() {
+                if self.assistant(reply).tool_calls().next().is_some() {
+                    let message = match &self.context.messages[reply] {
+                        AgentMessage::Assistant(m) => m,
+                        _ => unreachable!("the index of the reply"),
+                    };
                     let batch = execute_tool_calls(
                         &self.context,
-                        &message,
+                        message,
                         self.config,
                         self.cancel,
                         &mut self.emit,
@@ -384,21 +432,27 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                     .await;
                     has_more_tool_calls = !batch.terminate;
                     tool_results = batch.messages;
-                    for result in &tool_results {
-                        self.context
-                            .messages
-                            .push(AgentMessage::ToolResult(result.clone()));
-                        self.new_messages
-                            .push(AgentMessage::ToolResult(result.clone()));
-                    }
+                    self.context.messages.extend(
+                        tool_results
+                            .iter()
+                            .map(|r| AgentMessage::ToolResult(r.clone())),
+                    );
                 }
                 self.turns += 1;
+                let message = self.assistant(reply).clone();
+                // The results are moved into the event unless the hook needs them after it.
+                let hook_results = self
+                    .config
+                    .hooks
+                    .should_stop_after_turn
+                    .as_ref()
+                    .map(|_| tool_results.clone());
                 self.emit(AgentEvent::TurnEnd {
-                    message: message.clone(),
-                    tool_results: tool_results.clone(),
+                    message,
+                    tool_results,
                 })
                 .await;
-                if self.should_stop(&message, &tool_results) {
+                if self.should_stop(reply, hook_results.as_deref().unwrap_or_default()) {
                     self.end().await;
                     return;
                 }
@@ -419,11 +473,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
     }
 
     /// `should_stop_after_turn` (called after `turn_end`, as pi does) or the turn limit.
-    fn should_stop(
-        &self,
-        message: &AssistantMessage,
-        tool_results: &[crate::message::ToolResultMessage],
-    ) -> bool {
+    fn should_stop(&self, reply: usize, tool_results: &[crate::message::ToolResultMessage]) -> bool {
         if self.config.max_turns.is_some_and(|max| self.turns >= max) {
             return true;
         }
@@ -431,10 +481,10 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
             return false;
         };
         let cx = TurnEndContext {
-            message,
+            message: self.assistant(reply),
             tool_results,
             context: &self.context,
-            new_messages: &self.new_messages,
+            new_messages: self.new_messages(),
             turns: self.turns,
         };
         match std::panic::catch_unwind(AssertUnwindSafe(|| hook(&cx))) {
@@ -449,8 +499,13 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
         }
     }
 
+    /// Emits `agent_end` with the run's messages (the run is over: they move out of the
+    /// conversation).
     async fn end(&mut self) {
-        let messages = self.new_messages.clone();
+        let messages = self.context.messages.split_off(self.start);
+        if self.keep {
+            self.result = messages.clone();
+        }
         self.emit(AgentEvent::AgentEnd { messages }).await;
     }
 
@@ -460,7 +515,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
     }
 
     /// Emits the events of a reply that is complete and adds it to the conversation.
-    async fn finish_reply(&mut self, message: AssistantMessage, started: bool) -> AssistantMessage {
+    async fn finish_reply(&mut self, message: AssistantMessage, started: bool) {
         if !started {
             self.emit(AgentEvent::MessageStart {
                 message: message.clone().into(),
@@ -471,14 +526,11 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
             message: message.clone().into(),
         })
         .await;
-        self.context
-            .messages
-            .push(AgentMessage::Assistant(message.clone()));
-        message
+        self.context.messages.push(AgentMessage::Assistant(message));
     }
 
     /// A failed reply produced without calling the model.
-    async fn fail_reply(&mut self, error: Error) -> AssistantMessage {
+    async fn fail_reply(&mut self, error: Error) {
         let message = self.empty_message().with_error(error);
         self.finish_reply(message, false).await
     }
@@ -544,8 +596,9 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
     }
 
     /// pi's `streamAssistantResponse`: builds the model's context, calls the stream function
-    /// and turns its events into `message_*` events.
-    async fn stream_assistant_response(&mut self) -> AssistantMessage {
+    /// and turns its events into `message_*` events. The reply ends up last in the
+    /// conversation.
+    async fn stream_assistant_response(&mut self) {
         // An aborted run makes no further model call (pi makes one, which fails at once).
         if self.cancel.is_cancelled() {
             return self

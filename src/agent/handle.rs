@@ -23,9 +23,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::agent_loop::{
-    AgentError, AgentEventSink, panic_message, run_agent_loop, run_agent_loop_continue,
-};
+use crate::agent::agent_loop::{AgentError, AgentEventSink, panic_message, run_continue, run_prompts};
 use crate::agent::config::{AgentContext, AgentHooks, AgentLoopConfig};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::AgentMessage;
@@ -848,10 +846,10 @@ impl Agent {
         let run = async {
             match kind {
                 RunKind::Prompt { messages, .. } => {
-                    run_agent_loop(messages, context, &config, &cancel, sink).await;
+                    run_prompts(messages, context, &config, &cancel, sink, false).await;
                 }
                 RunKind::Continue => {
-                    let _ = run_agent_loop_continue(context, &config, &cancel, sink).await;
+                    let _ = run_continue(context, &config, &cancel, sink, false).await;
                 }
             }
         };
@@ -891,27 +889,42 @@ impl Agent {
         if listeners.is_empty() {
             return;
         }
-        let event = Arc::new(event);
+        // Shared (one allocation) only once an async listener needs to keep it.
+        let mut owned = Some(event);
+        let mut shared: Option<Arc<AgentEvent>> = None;
         for listener in listeners.iter() {
             if !listener.active.load(Ordering::Acquire) {
                 continue;
             }
             let outcome = match &listener.kind {
                 ListenerKind::Sync(f) => {
-                    std::panic::catch_unwind(AssertUnwindSafe(|| f(&event, self)))
+                    let event = match (&owned, &shared) {
+                        (Some(e), _) => e,
+                        (None, Some(e)) => &**e,
+                        (None, None) => unreachable!("the event is owned or shared"),
+                    };
+                    std::panic::catch_unwind(AssertUnwindSafe(|| f(event, self)))
                 }
                 ListenerKind::Async(f) => {
-                    match std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        f(event.clone(), self.clone())
-                    })) {
+                    if let Some(e) = owned.take() {
+                        shared = Some(Arc::new(e));
+                    }
+                    let Some(event) = shared.clone() else {
+                        unreachable!("the event was just shared")
+                    };
+                    match std::panic::catch_unwind(AssertUnwindSafe(|| f(event, self.clone()))) {
                         Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
                         Err(p) => Err(p),
                     }
                 }
             };
             if let Err(panic) = outcome {
+                let kind = owned
+                    .as_ref()
+                    .or(shared.as_deref())
+                    .map_or("", AgentEvent::kind);
                 tracing::error!(
-                    event = event.kind(),
+                    event = kind,
                     panic = %panic_message(&*panic),
                     "an agent listener panicked"
                 );

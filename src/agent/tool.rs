@@ -28,16 +28,21 @@
 //! assert_eq!(tool.definition().parameters["required"], serde_json::json!(["a", "b"]));
 //! ```
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
+
+use futures::task::AtomicWaker;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::message::{Content, Tool};
@@ -219,6 +224,58 @@ pub(crate) struct ToolUpdate {
     pub(crate) delivered: oneshot::Sender<()>,
 }
 
+/// The updates of one batch of tool calls, on their way from the tools to the loop. (A
+/// lighter channel than `tokio::sync::mpsc`: nothing is allocated until an update is sent.)
+pub(crate) struct UpdateQueue {
+    queue: Mutex<VecDeque<ToolUpdate>>,
+    waker: AtomicWaker,
+    closed: AtomicBool,
+}
+
+impl UpdateQueue {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(UpdateQueue {
+            queue: Mutex::new(VecDeque::new()),
+            waker: AtomicWaker::new(),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<ToolUpdate>> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues an update; gives it back once the batch is over.
+    fn push(&self, update: ToolUpdate) -> Result<(), ToolUpdate> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(update);
+        }
+        self.lock().push_back(update);
+        self.waker.wake();
+        Ok(())
+    }
+
+    /// The next update, registering the task to be woken when one arrives.
+    pub(crate) fn poll_next(&self, cx: &mut TaskContext<'_>) -> Poll<ToolUpdate> {
+        self.waker.register(cx.waker());
+        match self.lock().pop_front() {
+            Some(u) => Poll::Ready(u),
+            None => Poll::Pending,
+        }
+    }
+
+    /// The next update, if one is queued.
+    pub(crate) fn try_next(&self) -> Option<ToolUpdate> {
+        self.lock().pop_front()
+    }
+
+    /// Ends the batch: later updates are discarded, and waiting senders are released.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.lock().clear();
+    }
+}
+
 /// Reports a running tool's partial results as `tool_execution_update` events.
 ///
 /// Cheap to clone and `'static`, so it can be moved into spawned tasks. Updates are delivered
@@ -226,31 +283,35 @@ pub(crate) struct ToolUpdate {
 #[derive(Clone)]
 pub struct ToolUpdates {
     index: usize,
-    tx: Option<mpsc::UnboundedSender<ToolUpdate>>,
+    queue: Option<Arc<UpdateQueue>>,
 }
 
 impl fmt::Debug for ToolUpdates {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let connected = self
+            .queue
+            .as_ref()
+            .is_some_and(|q| !q.closed.load(Ordering::Acquire));
         f.debug_struct("ToolUpdates")
-            .field(
-                "connected",
-                &self.tx.as_ref().is_some_and(|t| !t.is_closed()),
-            )
+            .field("connected", &connected)
             .finish()
     }
 }
 
 impl ToolUpdates {
-    pub(crate) fn new(index: usize, tx: mpsc::UnboundedSender<ToolUpdate>) -> Self {
+    pub(crate) fn new(index: usize, queue: Arc<UpdateQueue>) -> Self {
         ToolUpdates {
             index,
-            tx: Some(tx),
+            queue: Some(queue),
         }
     }
 
     /// Updates that go nowhere, for calling a tool outside an agent (e.g. in a test).
     pub fn disconnected() -> Self {
-        ToolUpdates { index: 0, tx: None }
+        ToolUpdates {
+            index: 0,
+            queue: None,
+        }
     }
 
     /// Sends a partial result and waits until the agent's listeners have handled it, so a
@@ -262,9 +323,9 @@ impl ToolUpdates {
     /// The update is sent when the future is first polled; dropping the future afterwards
     /// only stops waiting for its delivery.
     pub async fn update(&self, partial: AgentToolResult) {
-        let Some(tx) = &self.tx else { return };
+        let Some(queue) = &self.queue else { return };
         let (delivered, rx) = oneshot::channel();
-        let sent = tx.send(ToolUpdate {
+        let sent = queue.push(ToolUpdate {
             index: self.index,
             partial,
             delivered,
@@ -482,9 +543,9 @@ mod tests {
         ToolUpdates::disconnected()
             .update(AgentToolResult::text("1%"))
             .await;
-        let (tx, rx) = mpsc::unbounded_channel();
-        drop(rx);
-        ToolUpdates::new(0, tx)
+        let queue = UpdateQueue::new();
+        queue.close();
+        ToolUpdates::new(0, queue)
             .update(AgentToolResult::text("2%"))
             .await;
     }

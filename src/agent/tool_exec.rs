@@ -18,7 +18,6 @@ use std::task::Poll;
 
 use futures::FutureExt;
 use serde_json::{Map, Value};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::agent_loop::{AgentEventSink, panic_message};
@@ -27,7 +26,9 @@ use crate::agent::config::{
 };
 use crate::agent::event::AgentEvent;
 use crate::agent::message::AgentMessage;
-use crate::agent::tool::{AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdate, ToolUpdates};
+use crate::agent::tool::{AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdate, ToolUpdates,
+    UpdateQueue,
+};
 use crate::message::{AssistantMessage, Tool, ToolCall, ToolResultMessage};
 
 /// The text of the error result of a call that was not started because the run was aborted.
@@ -92,43 +93,38 @@ pub(crate) async fn execute_tool_calls<E: AgentEventSink>(
         cancel,
         calls,
     };
-    let (tx, mut updates) = mpsc::unbounded_channel();
-    let finalized = if sequential {
-        batch.run_sequential(emit, &tx, &mut updates).await
+    let updates = UpdateQueue::new();
+    let result = if sequential {
+        batch.run_sequential(emit, &updates).await
     } else {
-        batch.run_parallel(emit, &tx, &mut updates).await
-    };
-    let terminate = !finalized.is_empty() && finalized.iter().all(|f| f.result.wants_terminate());
-    let messages = if sequential {
-        finalized
-            .iter()
-            .zip(&batch.calls)
-            .map(|(f, c)| result_message(c, f))
-            .collect()
-    } else {
+        let finalized = batch.run_parallel(emit, &updates).await;
+        let terminate = all_terminate(&finalized);
         let mut messages = Vec::with_capacity(finalized.len());
-        for (f, call) in finalized.iter().zip(&batch.calls) {
+        for (f, call) in finalized.into_iter().zip(&batch.calls) {
             let m = result_message(call, f);
             emit_result_message(emit, &m).await;
             messages.push(m);
         }
-        messages
+        ToolBatch {
+            messages,
+            terminate,
+        }
     };
-    ToolBatch {
-        messages,
-        terminate,
-    }
+    updates.close();
+    result
 }
 
-fn result_message(call: &ToolCall, f: &Finalized) -> ToolResultMessage {
-    let mut m = ToolResultMessage::new(
-        call.id.clone(),
-        call.name.clone(),
-        f.result.content.clone(),
-        f.is_error,
-    );
-    if !f.result.details.is_null() {
-        m.details = Some(f.result.details.clone());
+fn all_terminate(finalized: &[Finalized]) -> bool {
+    !finalized.is_empty() && finalized.iter().all(|f| f.result.wants_terminate())
+}
+
+fn result_message(call: &ToolCall, f: Finalized) -> ToolResultMessage {
+    let AgentToolResult {
+        content, details, ..
+    } = f.result;
+    let mut m = ToolResultMessage::new(call.id.clone(), call.name.clone(), content, f.is_error);
+    if !details.is_null() {
+        m.details = Some(details);
     }
     m
 }
@@ -183,10 +179,10 @@ impl<'a> Batch<'a> {
     async fn run_sequential<E: AgentEventSink>(
         &self,
         emit: &mut E,
-        tx: &mpsc::UnboundedSender<ToolUpdate>,
-        updates: &mut mpsc::UnboundedReceiver<ToolUpdate>,
-    ) -> Vec<Finalized> {
-        let mut out = Vec::with_capacity(self.calls.len());
+        updates: &Arc<UpdateQueue>,
+    ) -> ToolBatch {
+        let mut messages = Vec::with_capacity(self.calls.len());
+        let mut terminate = !self.calls.is_empty();
         for index in 0..self.calls.len() {
             self.emit_start(emit, index).await;
             let finalized = match self.prepare(index).await {
@@ -195,7 +191,7 @@ impl<'a> Batch<'a> {
                     f
                 }
                 Ok(p) => {
-                    let handle = ToolUpdates::new(index, tx.clone());
+                    let handle = ToolUpdates::new(index, updates.clone());
                     let mut running = vec![(index, Box::pin(self.run_prepared(index, p, handle)))];
                     // `drive` emits the call's updates and its tool_execution_end.
                     match self.drive(emit, &mut running, updates).await.pop() {
@@ -204,18 +200,21 @@ impl<'a> Batch<'a> {
                     }
                 }
             };
-            let m = result_message(self.calls[index], &finalized);
+            terminate &= finalized.result.wants_terminate();
+            let m = result_message(self.calls[index], finalized);
             emit_result_message(emit, &m).await;
-            out.push(finalized);
+            messages.push(m);
         }
-        out
+        ToolBatch {
+            messages,
+            terminate,
+        }
     }
 
     async fn run_parallel<E: AgentEventSink>(
         &self,
         emit: &mut E,
-        tx: &mpsc::UnboundedSender<ToolUpdate>,
-        updates: &mut mpsc::UnboundedReceiver<ToolUpdate>,
+        updates: &Arc<UpdateQueue>,
     ) -> Vec<Finalized> {
         let n = self.calls.len();
         let mut slots: Vec<Option<Finalized>> = (0..n).map(|_| None).collect();
@@ -228,7 +227,7 @@ impl<'a> Batch<'a> {
                     *slot = Some(f);
                 }
                 Ok(p) => {
-                    let handle = ToolUpdates::new(index, tx.clone());
+                    let handle = ToolUpdates::new(index, updates.clone());
                     running.push((index, Box::pin(self.run_prepared(index, p, handle))));
                 }
             }
@@ -249,7 +248,7 @@ impl<'a> Batch<'a> {
         &self,
         emit: &mut E,
         running: &mut Vec<(usize, Pin<Box<F>>)>,
-        updates: &mut mpsc::UnboundedReceiver<ToolUpdate>,
+        updates: &UpdateQueue,
     ) -> Vec<(usize, Finalized)>
     where
         E: AgentEventSink,
@@ -262,7 +261,7 @@ impl<'a> Batch<'a> {
         let mut done = Vec::with_capacity(running.len());
         while !running.is_empty() {
             let step = poll_fn(|cx| {
-                if let Poll::Ready(Some(u)) = updates.poll_recv(cx) {
+                if let Poll::Ready(u) = updates.poll_next(cx) {
                     return Poll::Ready(Step::Update(u));
                 }
                 for j in 0..running.len() {
@@ -277,7 +276,7 @@ impl<'a> Batch<'a> {
             match step {
                 Step::Update(u) => self.emit_update(emit, u).await,
                 Step::Done(index, f) => {
-                    while let Ok(u) = updates.try_recv() {
+                    while let Some(u) = updates.try_next() {
                         self.emit_update(emit, u).await;
                     }
                     self.emit_end(emit, index, &f).await;
@@ -424,24 +423,23 @@ fn validate_arguments(tool: &Tool, call: &ToolCall) -> Result<Map<String, Value>
 /// A stand-in for `crate::validation::validate_tool_arguments` until it lands: JSON Schema
 /// validation with pi's coercions of top-level scalars and pi's error frame.
 mod interim_validation {
-    use std::collections::HashMap;
     use std::sync::{Arc, Mutex, OnceLock};
 
     use serde_json::{Map, Value};
 
     use crate::message::{Tool, ToolCall};
 
+    type Cache = Vec<(Value, Arc<jsonschema::Validator>)>;
+
     fn validator(schema: &Value) -> Option<Arc<jsonschema::Validator>> {
-        static CACHE: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> =
-            OnceLock::new();
-        let key = schema.to_string();
+        static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
         let cache = CACHE.get_or_init(Default::default);
         let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(v) = cache.get(&key) {
+        if let Some((_, v)) = cache.iter().find(|(s, _)| s == schema) {
             return Some(v.clone());
         }
         let v = Arc::new(jsonschema::validator_for(schema).ok()?);
-        cache.insert(key, v.clone());
+        cache.push((schema.clone(), v.clone()));
         Some(v)
     }
 
