@@ -27,7 +27,7 @@ use crate::agent::tool_exec::execute_tool_calls;
 use crate::error::{Error, ErrorKind};
 use crate::event::AssistantMessageEvent;
 use crate::event_stream::{AssistantMessageEventStream, EventSender, EventStream};
-use crate::message::{AssistantMessage, Context, Message};
+use crate::message::{AssistantMessage, Context, Message, ToolResultMessage};
 use crate::thinking::ThinkingLevel;
 
 /// The text of an aborted model call, as pi's providers write it.
@@ -35,7 +35,12 @@ pub(crate) const ABORTED: &str = "Request was aborted";
 
 /// Receives the events of a run. Each `emit` is awaited before the loop goes on.
 ///
-/// Any `FnMut(AgentEvent) -> impl Future<Output = ()>` is a sink:
+/// Events are lent, not given: the loop moves a message into an event, lends the event to
+/// the sink and takes the message back, so no event costs a copy of its message. A sink that
+/// keeps an event clones it.
+///
+/// Any `FnMut(&AgentEvent) -> impl Future<Output = ()>` is a sink (its future cannot borrow
+/// the event: take what it needs first):
 ///
 /// ```
 /// use pi_engine::agent::{run_agent_loop, AgentContext, AgentEvent, AgentHooks, AgentLoopConfig};
@@ -55,9 +60,9 @@ pub(crate) const ABORTED: &str = "Request was aborted";
 ///     AgentContext::new("Be brief."),
 ///     &config,
 ///     &CancellationToken::new(),
-///     |event: AgentEvent| {
-///         let tx = tx.clone();
-///         async move { let _ = tx.send(event.kind()); }
+///     |event: &AgentEvent| {
+///         let _ = tx.send(event.kind());
+///         std::future::ready(())
 ///     },
 /// )
 /// .await;
@@ -67,16 +72,40 @@ pub(crate) const ABORTED: &str = "Request was aborted";
 /// ```
 pub trait AgentEventSink: Send {
     /// Handles one event; the loop waits for the returned future.
-    fn emit(&mut self, event: AgentEvent) -> impl Future<Output = ()> + Send;
+    fn emit(&mut self, event: &AgentEvent) -> impl Future<Output = ()> + Send;
 }
 
 impl<F, Fut> AgentEventSink for F
 where
-    F: FnMut(AgentEvent) -> Fut + Send,
+    F: FnMut(&AgentEvent) -> Fut + Send,
     Fut: Future<Output = ()> + Send,
 {
-    fn emit(&mut self, event: AgentEvent) -> impl Future<Output = ()> + Send {
+    fn emit(&mut self, event: &AgentEvent) -> impl Future<Output = ()> + Send {
         self(event)
+    }
+}
+
+/// Emits `message_start` (when `start`) and `message_end` for `message`, lending it to the
+/// sink, and gives it back.
+pub(crate) async fn emit_message<E: AgentEventSink>(
+    emit: &mut E,
+    message: AgentMessage,
+    start: bool,
+) -> AgentMessage {
+    let mut message = message;
+    if start {
+        let event = AgentEvent::MessageStart { message };
+        emit.emit(&event).await;
+        message = match event {
+            AgentEvent::MessageStart { message } => message,
+            _ => unreachable!("built above"),
+        };
+    }
+    let event = AgentEvent::MessageEnd { message };
+    emit.emit(&event).await;
+    match event {
+        AgentEvent::MessageEnd { message } => message,
+        _ => unreachable!("built above"),
     }
 }
 
@@ -134,8 +163,8 @@ pub(crate) async fn run_prompts<E: AgentEventSink>(
     keep: bool,
 ) -> Vec<AgentMessage> {
     let mut run = Run::new(context, config, cancel, emit, keep);
-    run.emit(AgentEvent::AgentStart).await;
-    run.emit(AgentEvent::TurnStart).await;
+    run.emit(&AgentEvent::AgentStart).await;
+    run.emit(&AgentEvent::TurnStart).await;
     for prompt in prompts {
         run.add_message(prompt).await;
     }
@@ -174,8 +203,8 @@ pub(crate) async fn run_continue<E: AgentEventSink>(
 ) -> Result<Vec<AgentMessage>, AgentError> {
     check_continue(&context)?;
     let mut run = Run::new(context, config, cancel, emit, keep);
-    run.emit(AgentEvent::AgentStart).await;
-    run.emit(AgentEvent::TurnStart).await;
+    run.emit(&AgentEvent::AgentStart).await;
+    run.emit(&AgentEvent::TurnStart).await;
     run.run_loop().await;
     Ok(run.result)
 }
@@ -256,8 +285,8 @@ fn check_continue(context: &AgentContext) -> Result<(), AgentError> {
 struct PullSink(EventSender<AgentEvent>);
 
 impl AgentEventSink for PullSink {
-    fn emit(&mut self, event: AgentEvent) -> impl Future<Output = ()> + Send {
-        let pushed = self.0.push(event);
+    fn emit(&mut self, event: &AgentEvent) -> impl Future<Output = ()> + Send {
+        let pushed = self.0.push(event.clone());
         YieldOnce(!pushed)
     }
 }
@@ -349,21 +378,38 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
         }
     }
 
-    async fn emit(&mut self, event: AgentEvent) {
+    async fn emit(&mut self, event: &AgentEvent) {
         self.emit.emit(event).await;
     }
 
     /// Emits `message_start` + `message_end` for a message and adds it to the conversation.
     async fn add_message(&mut self, message: AgentMessage) {
-        self.emit(AgentEvent::MessageStart {
-            message: message.clone(),
-        })
-        .await;
-        self.emit(AgentEvent::MessageEnd {
-            message: message.clone(),
-        })
-        .await;
+        let message = emit_message(&mut self.emit, message, true).await;
         self.context.messages.push(message);
+    }
+
+    /// Emits `turn_end` for the reply, which is last in the conversation, and the tool
+    /// results, which are then added after it. Both are lent to the event, not copied.
+    async fn turn_end(&mut self, tool_results: Vec<ToolResultMessage>) {
+        let Some(AgentMessage::Assistant(message)) = self.context.messages.pop() else {
+            unreachable!("the reply is the last message of the conversation")
+        };
+        let event = AgentEvent::TurnEnd {
+            message,
+            tool_results,
+        };
+        self.emit(&event).await;
+        let AgentEvent::TurnEnd {
+            message,
+            tool_results,
+        } = event
+        else {
+            unreachable!("built above")
+        };
+        self.context.messages.push(AgentMessage::Assistant(message));
+        self.context
+            .messages
+            .extend(tool_results.into_iter().map(AgentMessage::ToolResult));
     }
 
     /// The messages this run has added so far.
@@ -396,7 +442,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                 if first_turn {
                     first_turn = false;
                 } else {
-                    self.emit(AgentEvent::TurnStart).await;
+                    self.emit(&AgentEvent::TurnStart).await;
                 }
                 for message in std::mem::take(&mut pending) {
                     self.add_message(message).await;
@@ -405,12 +451,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                 self.stream_assistant_response().await;
                 let reply = self.context.messages.len() - 1;
                 if self.assistant(reply).stop_reason.is_failure() {
-                    let message = self.assistant(reply).clone();
-                    self.emit(AgentEvent::TurnEnd {
-                        message,
-                        tool_results: Vec::new(),
-                    })
-                    .await;
+                    self.turn_end(Vec::new()).await;
                     self.end().await;
                     return;
                 }
@@ -432,26 +473,16 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                     .await;
                     has_more_tool_calls = !batch.terminate;
                     tool_results = batch.messages;
-                    self.context.messages.extend(
-                        tool_results
-                            .iter()
-                            .map(|r| AgentMessage::ToolResult(r.clone())),
-                    );
                 }
                 self.turns += 1;
-                let message = self.assistant(reply).clone();
-                // The results are moved into the event unless the hook needs them after it.
+                // Only the hook needs the results after the event (typed, so copied).
                 let hook_results = self
                     .config
                     .hooks
                     .should_stop_after_turn
                     .as_ref()
                     .map(|_| tool_results.clone());
-                self.emit(AgentEvent::TurnEnd {
-                    message,
-                    tool_results,
-                })
-                .await;
+                self.turn_end(tool_results).await;
                 if self.should_stop(reply, hook_results.as_deref().unwrap_or_default()) {
                     self.end().await;
                     return;
@@ -473,7 +504,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
     }
 
     /// `should_stop_after_turn` (called after `turn_end`, as pi does) or the turn limit.
-    fn should_stop(&self, reply: usize, tool_results: &[crate::message::ToolResultMessage]) -> bool {
+    fn should_stop(&self, reply: usize, tool_results: &[ToolResultMessage]) -> bool {
         if self.config.max_turns.is_some_and(|max| self.turns >= max) {
             return true;
         }
@@ -503,10 +534,13 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
     /// conversation).
     async fn end(&mut self) {
         let messages = self.context.messages.split_off(self.start);
-        if self.keep {
-            self.result = messages.clone();
+        let event = AgentEvent::AgentEnd { messages };
+        self.emit(&event).await;
+        if self.keep
+            && let AgentEvent::AgentEnd { messages } = event
+        {
+            self.result = messages;
         }
-        self.emit(AgentEvent::AgentEnd { messages }).await;
     }
 
     fn empty_message(&self) -> AssistantMessage {
@@ -516,17 +550,8 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
 
     /// Emits the events of a reply that is complete and adds it to the conversation.
     async fn finish_reply(&mut self, message: AssistantMessage, started: bool) {
-        if !started {
-            self.emit(AgentEvent::MessageStart {
-                message: message.clone().into(),
-            })
-            .await;
-        }
-        self.emit(AgentEvent::MessageEnd {
-            message: message.clone().into(),
-        })
-        .await;
-        self.context.messages.push(AgentMessage::Assistant(message));
+        let message = emit_message(&mut self.emit, message.into(), !started).await;
+        self.context.messages.push(message);
     }
 
     /// A failed reply produced without calling the model.
@@ -663,7 +688,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                     AssistantMessageEvent::Start => {
                         started = true;
                         let message = stream.partial().clone();
-                        self.emit(AgentEvent::MessageStart {
+                        self.emit(&AgentEvent::MessageStart {
                             message: message.into(),
                         })
                         .await;
@@ -674,7 +699,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                     }
                     event => {
                         if started {
-                            self.emit(AgentEvent::MessageUpdate {
+                            self.emit(&AgentEvent::MessageUpdate {
                                 assistant_message_event: event,
                             })
                             .await;

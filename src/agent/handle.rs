@@ -876,21 +876,17 @@ impl Agent {
             s.error_message.clone_from(&message.error_message);
             s.messages.push(message.clone().into());
         }
-        self.dispatch(AgentEvent::AgentEnd {
+        self.dispatch(&AgentEvent::AgentEnd {
             messages: vec![message.into()],
         })
         .await;
     }
 
     /// Updates the state for an event (pi's `processEvents`), then calls the listeners.
-    async fn dispatch(&self, event: AgentEvent) {
-        self.reduce(&event);
+    async fn dispatch(&self, event: &AgentEvent) {
+        self.reduce(event);
         let listeners = lock(&self.inner.listeners).clone();
-        if listeners.is_empty() {
-            return;
-        }
-        // Shared (one allocation) only once an async listener needs to keep it.
-        let mut owned = Some(event);
+        // Copied (once) only when an async listener needs to keep it.
         let mut shared: Option<Arc<AgentEvent>> = None;
         for listener in listeners.iter() {
             if !listener.active.load(Ordering::Acquire) {
@@ -898,33 +894,21 @@ impl Agent {
             }
             let outcome = match &listener.kind {
                 ListenerKind::Sync(f) => {
-                    let event = match (&owned, &shared) {
-                        (Some(e), _) => e,
-                        (None, Some(e)) => &**e,
-                        (None, None) => unreachable!("the event is owned or shared"),
-                    };
                     std::panic::catch_unwind(AssertUnwindSafe(|| f(event, self)))
                 }
                 ListenerKind::Async(f) => {
-                    if let Some(e) = owned.take() {
-                        shared = Some(Arc::new(e));
-                    }
-                    let Some(event) = shared.clone() else {
-                        unreachable!("the event was just shared")
-                    };
-                    match std::panic::catch_unwind(AssertUnwindSafe(|| f(event, self.clone()))) {
+                    let owned = shared
+                        .get_or_insert_with(|| Arc::new(event.clone()))
+                        .clone();
+                    match std::panic::catch_unwind(AssertUnwindSafe(|| f(owned, self.clone()))) {
                         Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
                         Err(p) => Err(p),
                     }
                 }
             };
             if let Err(panic) = outcome {
-                let kind = owned
-                    .as_ref()
-                    .or(shared.as_deref())
-                    .map_or("", AgentEvent::kind);
                 tracing::error!(
-                    event = kind,
+                    event = event.kind(),
                     panic = %panic_message(&*panic),
                     "an agent listener panicked"
                 );
@@ -968,7 +952,7 @@ impl Agent {
 struct AgentSink(Agent);
 
 impl AgentEventSink for AgentSink {
-    fn emit(&mut self, event: AgentEvent) -> impl Future<Output = ()> + Send {
+    fn emit(&mut self, event: &AgentEvent) -> impl Future<Output = ()> + Send {
         self.0.dispatch(event)
     }
 }

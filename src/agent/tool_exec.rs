@@ -20,7 +20,7 @@ use futures::FutureExt;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::agent_loop::{AgentEventSink, panic_message};
+use crate::agent::agent_loop::{AgentEventSink, emit_message, panic_message};
 use crate::agent::config::{
     AfterToolCallContext, AgentContext, AgentLoopConfig, BeforeToolCallContext, ToolCallDecision,
 };
@@ -102,8 +102,7 @@ pub(crate) async fn execute_tool_calls<E: AgentEventSink>(
         let mut messages = Vec::with_capacity(finalized.len());
         for (f, call) in finalized.into_iter().zip(&batch.calls) {
             let m = result_message(call, f);
-            emit_result_message(emit, &m).await;
-            messages.push(m);
+            messages.push(emit_result_message(emit, m).await);
         }
         ToolBatch {
             messages,
@@ -129,21 +128,21 @@ fn result_message(call: &ToolCall, f: Finalized) -> ToolResultMessage {
     m
 }
 
-async fn emit_result_message<E: AgentEventSink>(emit: &mut E, m: &ToolResultMessage) {
-    emit.emit(AgentEvent::MessageStart {
-        message: AgentMessage::ToolResult(m.clone()),
-    })
-    .await;
-    emit.emit(AgentEvent::MessageEnd {
-        message: AgentMessage::ToolResult(m.clone()),
-    })
-    .await;
+/// Emits a tool result's `message_start` and `message_end`, lending it to the sink.
+async fn emit_result_message<E: AgentEventSink>(
+    emit: &mut E,
+    m: ToolResultMessage,
+) -> ToolResultMessage {
+    match emit_message(emit, AgentMessage::ToolResult(m), true).await {
+        AgentMessage::ToolResult(m) => m,
+        _ => unreachable!("the message given"),
+    }
 }
 
 impl<'a> Batch<'a> {
     async fn emit_start<E: AgentEventSink>(&self, emit: &mut E, index: usize) {
         let call = self.calls[index];
-        emit.emit(AgentEvent::ToolExecutionStart {
+        emit.emit(&AgentEvent::ToolExecutionStart {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             args: call.arguments.clone(),
@@ -151,22 +150,34 @@ impl<'a> Batch<'a> {
         .await;
     }
 
-    async fn emit_end<E: AgentEventSink>(&self, emit: &mut E, index: usize, f: &Finalized) {
+    /// Emits `tool_execution_end`, lending the result to the sink.
+    async fn emit_end<E: AgentEventSink>(
+        &self,
+        emit: &mut E,
+        index: usize,
+        f: Finalized,
+    ) -> Finalized {
         let call = self.calls[index];
-        emit.emit(AgentEvent::ToolExecutionEnd {
+        let event = AgentEvent::ToolExecutionEnd {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
-            result: f.result.clone(),
+            result: f.result,
             is_error: f.is_error,
-        })
-        .await;
+        };
+        emit.emit(&event).await;
+        match event {
+            AgentEvent::ToolExecutionEnd {
+                result, is_error, ..
+            } => Finalized { result, is_error },
+            _ => unreachable!("built above"),
+        }
     }
 
     async fn emit_update<E: AgentEventSink>(&self, emit: &mut E, update: ToolUpdate) {
         let Some(call) = self.calls.get(update.index) else {
             return;
         };
-        emit.emit(AgentEvent::ToolExecutionUpdate {
+        emit.emit(&AgentEvent::ToolExecutionUpdate {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             args: call.arguments.clone(),
@@ -186,10 +197,7 @@ impl<'a> Batch<'a> {
         for index in 0..self.calls.len() {
             self.emit_start(emit, index).await;
             let finalized = match self.prepare(index).await {
-                Err(f) => {
-                    self.emit_end(emit, index, &f).await;
-                    f
-                }
+                Err(f) => self.emit_end(emit, index, f).await,
                 Ok(p) => {
                     let handle = ToolUpdates::new(index, updates.clone());
                     let mut running = vec![(index, Box::pin(self.run_prepared(index, p, handle)))];
@@ -202,8 +210,7 @@ impl<'a> Batch<'a> {
             };
             terminate &= finalized.result.wants_terminate();
             let m = result_message(self.calls[index], finalized);
-            emit_result_message(emit, &m).await;
-            messages.push(m);
+            messages.push(emit_result_message(emit, m).await);
         }
         ToolBatch {
             messages,
@@ -222,10 +229,7 @@ impl<'a> Batch<'a> {
         for (index, slot) in slots.iter_mut().enumerate() {
             self.emit_start(emit, index).await;
             match self.prepare(index).await {
-                Err(f) => {
-                    self.emit_end(emit, index, &f).await;
-                    *slot = Some(f);
-                }
+                Err(f) => *slot = Some(self.emit_end(emit, index, f).await),
                 Ok(p) => {
                     let handle = ToolUpdates::new(index, updates.clone());
                     running.push((index, Box::pin(self.run_prepared(index, p, handle))));
@@ -279,7 +283,7 @@ impl<'a> Batch<'a> {
                     while let Some(u) = updates.try_next() {
                         self.emit_update(emit, u).await;
                     }
-                    self.emit_end(emit, index, &f).await;
+                    let f = self.emit_end(emit, index, f).await;
                     done.push((index, f));
                 }
             }
