@@ -378,6 +378,7 @@ struct Planned {
     change: Change,
 }
 
+#[allow(clippy::large_enum_variant)] // one per stream, never moved while playing
 enum Phase {
     Begin,
     Playing {

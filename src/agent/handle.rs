@@ -23,7 +23,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::agent_loop::{AgentError, AgentEventSink, panic_message, run_continue, run_prompts};
+use crate::agent::agent_loop::{
+    AgentError, AgentEventSink, panic_message, run_continue, run_prompts,
+};
 use crate::agent::config::{AgentContext, AgentHooks, AgentLoopConfig};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::AgentMessage;

@@ -26,8 +26,8 @@ use crate::agent::config::{
 };
 use crate::agent::event::AgentEvent;
 use crate::agent::message::AgentMessage;
-use crate::agent::tool::{AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdate, ToolUpdates,
-    UpdateQueue,
+use crate::agent::tool::{
+    AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdate, ToolUpdates, UpdateQueue,
 };
 use crate::message::{AssistantMessage, Tool, ToolCall, ToolResultMessage};
 
