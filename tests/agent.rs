@@ -1329,3 +1329,34 @@ async fn clones_share_one_agent() {
     );
     assert!(format!("{agent:?}").contains("changed"));
 }
+
+#[tokio::test]
+async fn listeners_see_tool_arguments_as_they_stream() {
+    let faux = FauxProvider::builder().chunking(Chunking::Chars(6)).build();
+    faux.push(FauxResponse::tool_call(
+        "c1",
+        "read",
+        json!({"path": "src/some/long/file.rs"}),
+    ));
+    faux.push(FauxResponse::text("ok"));
+    let agent = agent_on(&faux).tool(read_tool()).build();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    agent.subscribe(move |e, agent| {
+        if let AgentEvent::MessageUpdate {
+            assistant_message_event: AssistantMessageEvent::ToolcallDelta { .. },
+        } = e
+        {
+            let path = agent.with_streaming_message(|m| {
+                m.unwrap().tool_calls().next().unwrap().arguments.get("path").cloned()
+            });
+            s.lock().unwrap().push(path.and_then(|p| p.as_str().map(str::to_owned)));
+        }
+    });
+    agent.prompt("read it").await.unwrap();
+    let seen = seen.lock().unwrap();
+    assert!(seen.len() > 2, "{seen:?}");
+    let known: Vec<_> = seen.iter().flatten().collect();
+    assert!(known.windows(2).all(|w| w[1].starts_with(w[0].as_str())), "{known:?}");
+    assert_eq!(known.last().unwrap().as_str(), "src/some/long/file.rs");
+}

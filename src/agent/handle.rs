@@ -31,7 +31,7 @@ use crate::agent::event::AgentEvent;
 use crate::agent::message::AgentMessage;
 use crate::agent::tool::{AgentTool, ToolExecutionMode};
 use crate::error::{Error, ErrorKind};
-use crate::event::PartialMessage;
+use crate::event::{AssistantMessageEvent, PartialMessage};
 use crate::event_stream::AssistantMessageEventStream;
 use crate::message::{
     AssistantContent, AssistantMessage, Content, Context, ImageContent, UserMessage,
@@ -135,7 +135,7 @@ pub struct AgentState {
     /// here when it is complete (`message_end`).
     pub messages: Vec<AgentMessage>,
     run: Option<CancellationToken>,
-    streaming: Option<PartialMessage>,
+    streaming: Option<Streaming>,
     pending_tool_calls: Vec<String>,
     error_message: Option<String>,
 }
@@ -166,8 +166,16 @@ impl AgentState {
 
     /// The assistant message being streamed, as it stands.
     pub fn streaming_message(&self) -> Option<&AssistantMessage> {
-        self.streaming.as_ref().map(PartialMessage::message)
+        self.streaming.as_ref().map(|s| s.partial.message())
     }
+
+    /// Parses tool-call argument fragments that arrived since the last read.
+    fn flush_streaming(&mut self) {
+        if let Some(s) = &mut self.streaming {
+            s.flush();
+        }
+    }
+
 
     /// Ids of the tool calls that have started and not finished.
     pub fn pending_tool_calls(&self) -> &[String] {
@@ -177,6 +185,46 @@ impl AgentState {
     /// The error of the last failed or aborted turn of the current or last run.
     pub fn error_message(&self) -> Option<&str> {
         self.error_message.as_deref()
+    }
+}
+
+/// The assistant message being streamed, folded from the run's events.
+///
+/// Text is appended as it arrives. Tool-call argument fragments are only collected, and
+/// parsed into the message when somebody reads it: parsing partial JSON is the expensive part
+/// of a fold, and most deltas are never looked at.
+struct Streaming {
+    partial: PartialMessage,
+    /// Unparsed argument text, by content index, in arrival order.
+    pending_args: Vec<(usize, String)>,
+}
+
+impl Streaming {
+    fn apply(&mut self, event: &AssistantMessageEvent) {
+        match event {
+            AssistantMessageEvent::ToolcallDelta {
+                content_index,
+                delta,
+            } => match self.pending_args.last_mut() {
+                Some((i, text)) if i == content_index => text.push_str(delta),
+                _ => self.pending_args.push((*content_index, delta.clone())),
+            },
+            AssistantMessageEvent::ToolcallEnd { content_index, .. } => {
+                // The end carries the whole call: unparsed fragments are moot.
+                self.pending_args.retain(|(i, _)| i != content_index);
+                self.partial.apply(event);
+            }
+            _ => self.partial.apply(event),
+        }
+    }
+
+    fn flush(&mut self) {
+        for (content_index, delta) in self.pending_args.drain(..) {
+            self.partial.apply(&AssistantMessageEvent::ToolcallDelta {
+                content_index,
+                delta,
+            });
+        }
     }
 }
 
@@ -515,7 +563,9 @@ impl Agent {
     /// The state, locked. Keep the guard short: the run waits for it, and calling other
     /// methods of this agent while holding it deadlocks.
     pub fn state(&self) -> MutexGuard<'_, AgentState> {
-        lock(&self.inner.state)
+        let mut state = lock(&self.inner.state);
+        state.flush_streaming();
+        state
     }
 
     /// A copy of the transcript.
@@ -919,11 +969,17 @@ impl Agent {
     }
 
     fn reduce(&self, event: &AgentEvent) {
-        let mut s = self.state();
+        // Not `state()`: that would parse pending tool-call arguments on every event.
+        let mut s = lock(&self.inner.state);
         match event {
             AgentEvent::MessageStart {
                 message: AgentMessage::Assistant(m),
-            } => s.streaming = Some(PartialMessage::new(m.clone())),
+            } => {
+                s.streaming = Some(Streaming {
+                    partial: PartialMessage::new(m.clone()),
+                    pending_args: Vec::new(),
+                })
+            }
             AgentEvent::MessageUpdate {
                 assistant_message_event,
             } => {
