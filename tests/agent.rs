@@ -1348,15 +1348,26 @@ async fn listeners_see_tool_arguments_as_they_stream() {
         } = e
         {
             let path = agent.with_streaming_message(|m| {
-                m.unwrap().tool_calls().next().unwrap().arguments.get("path").cloned()
+                m.unwrap()
+                    .tool_calls()
+                    .next()
+                    .unwrap()
+                    .arguments
+                    .get("path")
+                    .cloned()
             });
-            s.lock().unwrap().push(path.and_then(|p| p.as_str().map(str::to_owned)));
+            s.lock()
+                .unwrap()
+                .push(path.and_then(|p| p.as_str().map(str::to_owned)));
         }
     });
     agent.prompt("read it").await.unwrap();
     let seen = seen.lock().unwrap();
     assert!(seen.len() > 2, "{seen:?}");
     let known: Vec<_> = seen.iter().flatten().collect();
-    assert!(known.windows(2).all(|w| w[1].starts_with(w[0].as_str())), "{known:?}");
+    assert!(
+        known.windows(2).all(|w| w[1].starts_with(w[0].as_str())),
+        "{known:?}"
+    );
     assert_eq!(known.last().unwrap().as_str(), "src/some/long/file.rs");
 }

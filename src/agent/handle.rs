@@ -176,7 +176,6 @@ impl AgentState {
         }
     }
 
-
     /// Ids of the tool calls that have started and not finished.
     pub fn pending_tool_calls(&self) -> &[String] {
         &self.pending_tool_calls

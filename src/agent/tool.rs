@@ -351,9 +351,27 @@ pub struct ToolContext {
 
 /// A tool made of a `serde` + `schemars` argument struct and one async function.
 ///
-/// The JSON Schema the model sees is generated from `T`; the validated arguments are
-/// deserialized into `T` before the function runs. See the [module docs](self) for an
-/// example.
+/// The JSON Schema the model sees is generated from `T` (doc comments become descriptions);
+/// the validated arguments are deserialized into `T` before the function runs.
+///
+/// ```
+/// use pi_engine::agent::{AgentTool, AgentToolResult, ToolContext, TypedTool};
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Greet {
+///     /// Who to greet.
+///     name: String,
+/// }
+///
+/// let greet = TypedTool::new("greet", "Greets someone", |args: Greet, _cx: ToolContext| async move {
+///     Ok(AgentToolResult::text(format!("Hello, {}!", args.name)))
+/// })
+/// .with_label("Greeter");
+/// assert_eq!(greet.label(), "Greeter");
+/// assert_eq!(greet.definition().parameters["properties"]["name"]["description"], "Who to greet.");
+/// ```
 pub struct TypedTool<T, F> {
     definition: Tool,
     label: Option<String>,
