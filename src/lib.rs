@@ -71,6 +71,7 @@ mod model;
 mod options;
 pub mod providers;
 mod thinking;
+mod validation;
 
 pub use env_keys::{env_api_key, env_var_names, resolve_api_key};
 pub use error::{Error, ErrorKind};
@@ -87,6 +88,9 @@ pub use options::{
 };
 pub use providers::{ApiProvider, ApiRegistry, complete, complete_simple, stream, stream_simple};
 pub use thinking::{ThinkingBudgets, ThinkingLevel, UnknownThinkingLevel};
+pub use validation::{
+    ToolCallError, ToolCallErrorKind, Violation, validate_tool_arguments, validate_tool_call,
+};
 
 /// Re-exported so callers need not depend on `tokio-util` to cancel a call.
 pub use tokio_util::sync::CancellationToken;

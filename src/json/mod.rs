@@ -4,6 +4,7 @@
 //! always holds what has arrived so far; [`parse_streaming_json`] does the same for a whole
 //! buffer at once.
 
+pub(crate) mod js;
 mod partial;
 
 pub use partial::{PartialJsonParser, parse_streaming_json};
