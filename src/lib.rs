@@ -71,6 +71,7 @@ mod model;
 mod options;
 pub mod providers;
 mod thinking;
+mod tool_args;
 mod validation;
 
 pub use env_keys::{env_api_key, env_var_names, resolve_api_key};
@@ -88,6 +89,7 @@ pub use options::{
 };
 pub use providers::{ApiProvider, ApiRegistry, complete, complete_simple, stream, stream_simple};
 pub use thinking::{ThinkingBudgets, ThinkingLevel, UnknownThinkingLevel};
+pub use tool_args::parse_arguments;
 pub use validation::{
     ToolCallError, ToolCallErrorKind, Violation, validate_tool_arguments, validate_tool_call,
 };
