@@ -192,6 +192,15 @@ impl ToolCallError {
 }
 
 /// The kinds of [`ToolCallError`].
+///
+/// ```
+/// use pi_engine::{Tool, ToolCall, ToolCallErrorKind, validate_tool_call};
+/// use serde_json::json;
+///
+/// let tools = [Tool::new("ls", "List files", json!({"type": "object"}))];
+/// let err = validate_tool_call(&tools, &ToolCall::new("c", "cat", json!({}))).unwrap_err();
+/// assert_eq!(err.kind(), ToolCallErrorKind::NotFound);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ToolCallErrorKind {
