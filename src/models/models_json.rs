@@ -31,8 +31,9 @@ use crate::thinking::ThinkingLevel;
 ///
 /// let err = ModelRegistry::from_models_json(r#"{"providers": {"ollama": {"models": [{"id": "llama3"}]}}}"#)
 ///     .unwrap_err();
-/// assert!(matches!(err, ModelsJsonError::Invalid(_)));
-/// assert_eq!(err.to_string(), r#"Provider ollama: "baseUrl" is required when defining custom models."#);
+/// let ModelsJsonError::Invalid(problem) = &err else { panic!() };
+/// assert_eq!(problem, r#"Provider ollama: "baseUrl" is required when defining custom models."#);
+/// assert_eq!(err.to_string(), format!("Failed to load models.json: {problem}"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -56,9 +57,9 @@ pub enum ModelsJsonError {
         /// What is wrong.
         message: String,
     },
-    /// The content is well-formed but unusable (pi's wording, e.g.
+    /// The content is well-formed but unusable; the text is pi's (e.g.
     /// `Provider x: "baseUrl" is required when defining custom models.`).
-    #[error("{0}")]
+    #[error("Failed to load models.json: {0}")]
     Invalid(String),
 }
 
@@ -465,6 +466,13 @@ mod tests {
         assert_eq!(names, ["zeta", "alpha"]);
     }
 
+    fn invalid(result: Result<ModelsConfig, ModelsJsonError>) -> String {
+        match result {
+            Err(ModelsJsonError::Invalid(message)) => message,
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn errors_name_the_place() {
         let err = parse(
@@ -485,27 +493,21 @@ mod tests {
             Err(ModelsJsonError::Schema { path, .. }) if path == "providers"
         ));
         assert_eq!(
-            parse(r#"{"providers": {"p": {}}}"#, |_| true)
-                .unwrap_err()
-                .to_string(),
+            invalid(parse(r#"{"providers": {"p": {}}}"#, |_| true)),
             r#"Provider p: must specify "baseUrl", "headers", "compat", "modelOverrides", or "models"."#
         );
         assert_eq!(
-            parse(
+            invalid(parse(
                 r#"{"providers": {"p": {"baseUrl": "u", "apiKey": "k", "models": [{"id": "m"}]}}}"#,
                 |_| false
-            )
-            .unwrap_err()
-            .to_string(),
+            )),
             r#"Provider p, model m: no "api" specified. Set at provider or model level."#
         );
         assert_eq!(
-            parse(
+            invalid(parse(
                 r#"{"providers": {"openai": {"models": [{"id": "m", "maxTokens": 0}]}}}"#,
                 |_| true
-            )
-            .unwrap_err()
-            .to_string(),
+            )),
             "Provider openai, model m: invalid maxTokens"
         );
         assert!(matches!(

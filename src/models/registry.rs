@@ -710,6 +710,17 @@ mod tests {
     }
 
     #[test]
+    fn fractional_token_counts_are_truncated() {
+        let r = ModelRegistry::from_models_json(
+            r#"{"providers": {"x": {"baseUrl": "u", "apiKey": "k", "api": "a",
+                "models": [{"id": "m", "contextWindow": 1000.9, "maxTokens": 10.5}]}}}"#,
+        )
+        .unwrap();
+        let m = r.find("x", "m").unwrap();
+        assert_eq!((m.context_window, m.max_tokens), (1000, 10));
+    }
+
+    #[test]
     fn model_headers_of_overrides_are_replaced_by_custom_definitions() {
         let r = ModelRegistry::from_models_json(
             r#"{"providers": {"openai": {
@@ -738,5 +749,102 @@ mod tests {
         let err = ModelRegistry::load(&dir).unwrap_err();
         assert!(matches!(err, ModelsJsonError::Read { .. }), "{err:?}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// No stored credentials and no environment: the state pi's golden was written in.
+    #[derive(Debug)]
+    struct Nothing;
+
+    #[async_trait::async_trait]
+    impl CredentialSource for Nothing {
+        fn has_auth(&self, _: &str) -> bool {
+            false
+        }
+        async fn api_key(&self, _: &str) -> Option<ApiKey> {
+            None
+        }
+    }
+
+    /// pi's `getApiKeyAndHeaders` result shape.
+    fn pi_auth(result: Result<RequestAuth, Error>) -> Value {
+        match result {
+            Ok(auth) => {
+                let mut v = json!({"ok": true});
+                if let Some(key) = auth.api_key {
+                    v["apiKey"] = key.expose().into();
+                }
+                if let Some(headers) = auth.headers {
+                    v["headers"] = serde_json::to_value(headers).unwrap();
+                }
+                v
+            }
+            Err(e) => json!({"ok": false, "error": e.message()}),
+        }
+    }
+
+    #[tokio::test]
+    async fn matches_pis_model_registry_on_each_models_json() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/pi/models-json-golden.json"
+        );
+        let golden: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let cases = golden["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), 13);
+        for case in cases {
+            let name = case["name"].as_str().unwrap();
+            let text = case["text"].as_str().unwrap();
+            let result = ModelRegistry::from_models_json(text);
+            if let Some(pi_error) = case["error"].as_str() {
+                let err = result.expect_err(name);
+                match &err {
+                    ModelsJsonError::Invalid(_) => {
+                        assert_eq!(format!("{err}\n\nFile: <path>"), pi_error, "{name}")
+                    }
+                    ModelsJsonError::Syntax(_) => {
+                        assert!(
+                            pi_error.starts_with("Failed to parse models.json: "),
+                            "{name}"
+                        )
+                    }
+                    ModelsJsonError::Schema { .. } => assert!(
+                        pi_error.starts_with("Invalid models.json schema:\n  - "),
+                        "{name}: {err}"
+                    ),
+                    other => panic!("{name}: {other:?}"),
+                }
+                continue;
+            }
+            let registry = result.unwrap().with_credentials(Arc::new(Nothing));
+            assert_eq!(registry.all().len() as u64, case["total"], "{name}");
+            let changed: Vec<&Model> = registry
+                .all()
+                .iter()
+                .filter(|m| catalog::model(&m.provider, &m.id).as_ref() != Some(*m))
+                .collect();
+            let pi_changed = case["changed"].as_array().unwrap();
+            assert_eq!(changed.len(), pi_changed.len(), "{name}");
+            for (ours, pi) in changed.iter().zip(pi_changed) {
+                assert_eq!(serde_json::to_value(ours).unwrap(), pi["model"], "{name}");
+                assert_eq!(
+                    Value::Bool(registry.has_auth(ours)),
+                    pi["available"],
+                    "{name}"
+                );
+                let auth = pi_auth(registry.request_auth(ours).await);
+                assert_eq!(auth, pi["auth"], "{name} {}", ours.id);
+            }
+            for probe in case["probes"].as_array().unwrap() {
+                let provider = probe["provider"].as_str().unwrap();
+                let first = registry
+                    .all()
+                    .iter()
+                    .find(|m| m.provider == provider)
+                    .unwrap();
+                assert_eq!(first.id, probe["id"].as_str().unwrap());
+                let auth = pi_auth(registry.request_auth(first).await);
+                assert_eq!(auth, probe["auth"], "{name} probe {provider}");
+            }
+        }
     }
 }

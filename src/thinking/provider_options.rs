@@ -508,6 +508,15 @@ mod tests {
     }
 
     #[test]
+    fn key_is_left_to_the_provider() {
+        let model = get_model("openai", "gpt-5.4").unwrap();
+        let options = StreamOptions::new().with_reasoning(ThinkingLevel::Low);
+        assert!(to_provider_options(&model, &options).api_key.is_none());
+        let keyed = to_provider_options(&model, &options.with_api_key("k"));
+        assert_eq!(keyed.api_key.unwrap().expose(), "k");
+    }
+
+    #[test]
     fn gemini3_pattern() {
         assert!(gemini3("gemini-3-pro-preview", "-pro"));
         assert!(gemini3("models/gemini-3.1-pro", "-pro"));
