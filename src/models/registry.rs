@@ -205,6 +205,10 @@ impl ModelRegistry {
     /// built-in models too; `modelOverrides` change single built-in models (prices and
     /// `compat` merged field by field). A custom model with a built-in's provider and id
     /// replaces it.
+    ///
+    /// Keys and headers configured here are not copied into the models (their values may
+    /// name variables or commands): get them for each request with
+    /// [`request_auth`](Self::request_auth).
     pub fn from_models_json(text: &str) -> Result<Self, ModelsJsonError> {
         let config = models_json::parse(text, catalog::is_builtin_provider)?;
         let mut registry = ModelRegistry::new();
