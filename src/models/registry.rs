@@ -256,7 +256,16 @@ impl ModelRegistry {
 
     /// The models whose provider has credentials configured ([`has_auth`](Self::has_auth)).
     pub fn available(&self) -> Vec<&Model> {
-        self.models.iter().filter(|m| self.has_auth(m)).collect()
+        // One check per provider, not per model (a check may read files and variables).
+        let mut by_provider: HashMap<&str, bool> = HashMap::new();
+        self.models
+            .iter()
+            .filter(|m| {
+                *by_provider
+                    .entry(&m.provider)
+                    .or_insert_with(|| self.has_auth(m))
+            })
+            .collect()
     }
 
     /// True when requests to `model` have a key: set with
