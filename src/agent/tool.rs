@@ -398,7 +398,7 @@ where
     /// A tool `name` described by `description`, whose arguments are a `T`, run by `run`.
     pub fn new(name: impl Into<String>, description: impl Into<String>, run: F) -> Self {
         TypedTool {
-            definition: Tool::new(name, description, schema_for::<T>()),
+            definition: Tool::for_args::<T>(name, description),
             label: None,
             mode: None,
             run,
@@ -457,7 +457,7 @@ where
         cancel: CancellationToken,
         updates: ToolUpdates,
     ) -> Result<AgentToolResult, ToolError> {
-        let args: T = serde_json::from_value(Value::Object(args)).map_err(|e| {
+        let args: T = crate::tool_args::parse_arguments(&args).map_err(|e| {
             format!(
                 "Invalid arguments for tool \"{}\": {e}",
                 self.definition.name
@@ -470,17 +470,6 @@ where
         };
         (self.run)(args, cx).await
     }
-}
-
-/// The JSON Schema of `T` as a tool's `parameters`: an object schema without the `$schema`
-/// and `title` keys (providers reject or ignore them).
-fn schema_for<T: JsonSchema>() -> Value {
-    let mut schema = schemars::schema_for!(T).to_value();
-    if let Value::Object(map) = &mut schema {
-        map.remove("$schema");
-        map.remove("title");
-    }
-    schema
 }
 
 #[cfg(test)]
