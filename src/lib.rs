@@ -70,6 +70,7 @@ mod message;
 mod model;
 mod options;
 pub mod providers;
+pub mod session;
 mod thinking;
 
 pub use env_keys::{env_api_key, env_var_names, resolve_api_key};

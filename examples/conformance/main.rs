@@ -7,6 +7,7 @@
 
 use std::process::ExitCode;
 
+mod session;
 mod stream;
 
 fn usage() -> ExitCode {
@@ -19,6 +20,8 @@ async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("stream") if args.len() == 2 => stream::run(&args[1]).await,
+        Some("session-context") => session::context(&args[1..]),
+        Some("session-load") => session::load(&args[1..]),
         _ => return usage(),
     };
     match result {

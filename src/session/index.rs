@@ -1,0 +1,388 @@
+//! The in-memory index of a session: per entry its id, parent, type, timestamp and where its
+//! line is — never its body. Labels and the session name are resolved while indexing, as pi
+//! resolves them (over the whole file, in file order).
+//!
+//! This is what makes a 100 MB session cheap: pi keeps every entry parsed in memory; here an
+//! entry costs a few dozen bytes until something asks for its body.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+use super::entry::{CURRENT_SESSION_VERSION, EntryType, SessionHeader};
+use super::error::{Result, SessionError};
+use super::scan::{LineScanner, is_blank, parse_head, parse_value};
+use super::time::iso_to_millis;
+
+/// Where an entry's line is in the store (without its `\n`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Loc {
+    pub(crate) offset: u64,
+    pub(crate) len: u32,
+}
+
+impl Loc {
+    pub(crate) fn end(self) -> u64 {
+        self.offset + u64::from(self.len)
+    }
+}
+
+/// An entry's parent, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Parent {
+    /// `parentId` null (or absent, or the entry's own id).
+    Root,
+    /// The node at this index.
+    Node(u32),
+    /// An id no entry has: the entry is an orphan (a root of the tree, as in pi).
+    Missing(Box<str>),
+}
+
+/// The role class of a message entry, as far as the index needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    NotMessage,
+    User,
+    Assistant,
+    Other,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Node {
+    pub(crate) id: Box<str>,
+    pub(crate) parent: Parent,
+    pub(crate) entry_type: EntryType,
+    pub(crate) role: Role,
+    pub(crate) timestamp: Box<str>,
+    pub(crate) ts_ms: Option<i64>,
+    pub(crate) loc: Loc,
+}
+
+/// A label and when it was set; `seq` orders labels like pi's insertion-ordered `Map`.
+#[derive(Debug, Clone)]
+pub(crate) struct LabelState {
+    pub(crate) label: String,
+    pub(crate) timestamp: String,
+    pub(crate) seq: u64,
+}
+
+/// The index of all entries of one session.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Index {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) by_id: HashMap<Box<str>, u32>,
+    pub(crate) labels: HashMap<String, LabelState>,
+    label_seq: u64,
+    pub(crate) session_name: Option<String>,
+    /// For version 1 files: position in pi's `fileEntries` (header = 0) → node. pi's
+    /// `firstKeptEntryIndex` counts in these positions.
+    pub(crate) v1_positions: Vec<Option<u32>>,
+}
+
+/// What loading a file produced.
+pub(crate) struct Loaded {
+    /// `None` for an empty (or whitespace-only) file.
+    pub(crate) header: Option<SessionHeader>,
+    pub(crate) index: Index,
+    /// The header's version (1 when absent); entries of older versions are migrated on read.
+    pub(crate) source_version: u64,
+    /// False when the file does not end with `\n` (a torn last line): the next append must
+    /// start on a fresh line.
+    pub(crate) ends_with_newline: bool,
+}
+
+impl Index {
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<u32> {
+        self.by_id.get(id).copied()
+    }
+
+    pub(crate) fn node(&self, idx: u32) -> &Node {
+        &self.nodes[idx as usize]
+    }
+
+    /// The parent index of `idx`, when it exists.
+    pub(crate) fn parent_of(&self, idx: u32) -> Option<u32> {
+        match self.nodes[idx as usize].parent {
+            Parent::Node(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The path from the root to `leaf` (inclusive). Stops at a cycle (which pi would follow
+    /// forever) with a warning.
+    pub(crate) fn path_to(&self, leaf: u32) -> Vec<u32> {
+        let mut path = vec![leaf];
+        let mut cur = leaf;
+        while let Some(p) = self.parent_of(cur) {
+            if path.len() > self.nodes.len() {
+                tracing::warn!(entry = %self.nodes[leaf as usize].id, "cycle in the parent chain; stopping the walk");
+                break;
+            }
+            path.push(p);
+            cur = p;
+        }
+        path.reverse();
+        path
+    }
+
+    pub(crate) fn set_label(&mut self, target: &str, label: Option<&str>, timestamp: &str) {
+        match label.filter(|l| !l.is_empty()) {
+            Some(l) => {
+                self.label_seq += 1;
+                self.labels.insert(
+                    target.to_owned(),
+                    LabelState {
+                        label: l.to_owned(),
+                        timestamp: timestamp.to_owned(),
+                        seq: self.label_seq,
+                    },
+                );
+            }
+            None => {
+                self.labels.remove(target);
+            }
+        }
+    }
+
+    pub(crate) fn set_session_name(&mut self, name: Option<&str>) {
+        self.session_name = name
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned);
+    }
+
+    /// Adds a node whose parent is already known (appends). Returns its index.
+    pub(crate) fn push(&mut self, node: Node) -> u32 {
+        let idx = self.nodes.len() as u32;
+        self.by_id.insert(node.id.clone(), idx);
+        self.nodes.push(node);
+        idx
+    }
+
+    /// Labels in pi's `Map` order (insertion order, a re-set label moves to the end).
+    pub(crate) fn labels_in_order(&self) -> Vec<(&str, &LabelState)> {
+        let mut v: Vec<_> = self.labels.iter().map(|(k, s)| (k.as_str(), s)).collect();
+        v.sort_by_key(|(_, s)| s.seq);
+        v
+    }
+}
+
+pub(crate) fn role_of(name: Option<&str>) -> Role {
+    match name {
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        _ => Role::Other,
+    }
+}
+
+/// A deterministic 8-hex id for entry `ordinal` of a version 1 session: the same file
+/// migrates to the same ids on every machine (pi draws random ones on every open).
+fn v1_id(session_id: &str, ordinal: usize, taken: &HashMap<Box<str>, u32>) -> Box<str> {
+    const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6f1c_9a52_3d0e_4b8a_9f5e_2c71_d4a8_b3e6);
+    for salt in 0.. {
+        let name = if salt == 0 {
+            format!("{session_id}:{ordinal}")
+        } else {
+            format!("{session_id}:{ordinal}:{salt}")
+        };
+        let hex = uuid::Uuid::new_v5(&NAMESPACE, name.as_bytes())
+            .simple()
+            .to_string();
+        let id = &hex[..8];
+        if !taken.contains_key(id) {
+            return id.into();
+        }
+    }
+    unreachable_id()
+}
+
+// The loop above only ends by returning; this keeps the function total without a panic.
+fn unreachable_id() -> Box<str> {
+    uuid::Uuid::new_v4().hyphenated().to_string().into()
+}
+
+/// Reads and indexes a whole session from `reader`. `path` is only used in errors and logs.
+pub(crate) fn load(reader: impl Read, path: &Path) -> Result<Loaded> {
+    let mut scanner = LineScanner::new(reader);
+    let mut header: Option<SessionHeader> = None;
+    let mut source_version = CURRENT_SESSION_VERSION;
+    let mut index = Index::default();
+    let mut parent_ids: Vec<Option<Box<str>>> = Vec::new();
+    let mut ends_with_newline = true;
+    let mut content_seen = false;
+    let mut first_error: Option<String> = None;
+    let mut line_no = 0usize;
+
+    while let Some(line) = scanner.next_line().map_err(|e| SessionError::io(path, e))? {
+        line_no += 1;
+        ends_with_newline = line.terminated || line.bytes.is_empty();
+        if is_blank(line.bytes) {
+            continue;
+        }
+        content_seen = true;
+        let loc = Loc {
+            offset: line.offset,
+            len: line.bytes.len() as u32,
+        };
+        if header.is_none() {
+            match parse_value(line.bytes) {
+                Ok(value) => {
+                    let is_header = value.get("type").and_then(|t| t.as_str()) == Some("session")
+                        && value.get("id").is_some_and(|i| i.is_string());
+                    if !is_header {
+                        return Err(SessionError::NotASession {
+                            path: path.to_owned(),
+                            reason: format!(
+                                "line {line_no} is the first JSON line and is not a session header"
+                            ),
+                        });
+                    }
+                    if let Some(v) = value.get("version")
+                        && !v.as_u64().is_some_and(|v| v <= CURRENT_SESSION_VERSION)
+                    {
+                        return Err(SessionError::UnsupportedVersion {
+                            path: path.to_owned(),
+                            version: v.to_string(),
+                        });
+                    }
+                    let h: SessionHeader =
+                        serde_json::from_value(value).map_err(|e| SessionError::NotASession {
+                            path: path.to_owned(),
+                            reason: format!("bad session header: {e}"),
+                        })?;
+                    source_version = h.version();
+                    if source_version < 2 {
+                        index.v1_positions.push(None); // the header is position 0
+                    }
+                    header = Some(h);
+                }
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), line = line_no, error = %e, "skipping a line that is not JSON");
+                    first_error.get_or_insert_with(|| e.to_string());
+                }
+            }
+            continue;
+        }
+        let lossy: String;
+        let parsed = match parse_head(line.bytes) {
+            Ok(h) => Ok(h),
+            Err(e) => match String::from_utf8_lossy(line.bytes) {
+                // pi reads files as UTF-8 with replacement characters; do the same, but only
+                // for the rare line that needs it.
+                Cow::Owned(fixed) => {
+                    lossy = fixed;
+                    parse_head(lossy.as_bytes())
+                }
+                Cow::Borrowed(_) => Err(e),
+            },
+        };
+        let head = match parsed {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), line = line_no, offset = line.offset, error = %e,
+                    "skipping a corrupt session line");
+                continue;
+            }
+        };
+        if head.kind.as_deref() == Some("session") {
+            // pi ignores further header lines (they are not entries); they still occupy a
+            // position in a version 1 file's entry list.
+            if source_version < 2 {
+                index.v1_positions.push(None);
+            }
+            continue;
+        }
+        let (id, parent_id) = if source_version < 2 {
+            let session_id = header.as_ref().map(|h| h.id.as_str()).unwrap_or_default();
+            let id = v1_id(session_id, index.nodes.len(), &index.by_id);
+            let parent = index.nodes.last().map(|n| n.id.clone());
+            index.v1_positions.push(Some(index.nodes.len() as u32));
+            (id, parent)
+        } else {
+            match head.id.as_deref() {
+                Some(id) => (
+                    Box::<str>::from(id),
+                    head.parent_id.as_deref().map(Box::from),
+                ),
+                None => {
+                    tracing::warn!(path = %path.display(), line = line_no, "skipping an entry without a string id");
+                    continue;
+                }
+            }
+        };
+        let entry_type = head
+            .kind
+            .as_deref()
+            .map(EntryType::from_wire)
+            .unwrap_or(EntryType::Unknown);
+        let role = if entry_type == EntryType::Message {
+            role_of(head.message.role.as_deref())
+        } else {
+            Role::NotMessage
+        };
+        let timestamp: Box<str> = head.timestamp.as_deref().unwrap_or_default().into();
+        match entry_type {
+            EntryType::Label => {
+                if let Some(target) = head.target_id.as_deref() {
+                    index.set_label(target, head.label.as_deref(), &timestamp);
+                }
+            }
+            EntryType::SessionInfo => index.set_session_name(head.name.as_deref()),
+            _ => {}
+        }
+        if index.by_id.contains_key(&id) {
+            tracing::warn!(path = %path.display(), id = %id, "duplicate entry id; the later entry wins");
+        }
+        index.by_id.insert(id.clone(), index.nodes.len() as u32);
+        index.nodes.push(Node {
+            ts_ms: iso_to_millis(&timestamp),
+            id,
+            parent: Parent::Root,
+            entry_type,
+            role,
+            timestamp,
+            loc,
+        });
+        parent_ids.push(parent_id);
+    }
+
+    if header.is_none() && content_seen {
+        return Err(SessionError::NotASession {
+            path: path.to_owned(),
+            reason: match first_error {
+                Some(e) => format!("no JSON line ({e})"),
+                None => "no session header".into(),
+            },
+        });
+    }
+
+    // Resolve parents now that every id is known (a parent may come later in the file, and
+    // the last entry with an id wins, as in pi's `byId`).
+    for (i, parent_id) in parent_ids.into_iter().enumerate() {
+        let parent = match parent_id {
+            None => Parent::Root,
+            Some(p) if *p == *index.nodes[i].id => Parent::Root,
+            Some(p) => match index.by_id.get(&p) {
+                Some(&n) => Parent::Node(n),
+                None => {
+                    tracing::warn!(path = %path.display(), entry = %index.nodes[i].id, parent = %p,
+                        "entry's parent does not exist; treating it as a root");
+                    Parent::Missing(p)
+                }
+            },
+        };
+        index.nodes[i].parent = parent;
+    }
+
+    Ok(Loaded {
+        header,
+        index,
+        source_version,
+        ends_with_newline,
+    })
+}
