@@ -199,15 +199,51 @@ pub(crate) fn build(data: &Data, leaf: Option<u32>) -> Result<SessionContext> {
         positions.extend((0..path.len()).filter(|&p| carries_message(p)));
     }
 
-    let locs: Vec<_> = positions.iter().map(|&p| index.node(path[p]).loc).collect();
-    ctx.messages.reserve(positions.len());
-    data.store.for_each_line(&locs, |k, line| {
-        if let Item::Message(m) = context_item(data, path[positions[k]], line)? {
-            ctx.messages.push(m);
-        }
-        Ok(())
-    })?;
+    let idxs: Vec<u32> = positions.iter().map(|&p| path[p]).collect();
+    ctx.messages.reserve(idxs.len());
+    ctx.messages.extend(parse_items(data, &idxs)?);
     Ok(ctx)
+}
+
+/// Below this many bytes of messages one thread parses them all.
+const PARALLEL_MIN_BYTES: u64 = 8 << 20;
+
+/// The messages of context entries `idxs`, in order. A long uncompacted history is parsed
+/// on several threads (each reading its own part of the file).
+fn parse_items(data: &Data, idxs: &[u32]) -> Result<Vec<AgentMessage>> {
+    let run = |part: &[u32]| -> Result<Vec<AgentMessage>> {
+        let locs: Vec<_> = part.iter().map(|&i| data.index.node(i).loc).collect();
+        let mut out = Vec::with_capacity(part.len());
+        data.store.for_each_line(&locs, |k, line| {
+            if let Item::Message(m) = context_item(data, part[k], line)? {
+                out.push(m);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    };
+    let bytes: u64 = idxs.iter().map(|&i| u64::from(data.index.node(i).loc.len)).sum();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let chunks = ((bytes / PARALLEL_MIN_BYTES) as usize).clamp(1, threads);
+    if chunks == 1 {
+        return run(idxs);
+    }
+    let size = idxs.len().div_ceil(chunks);
+    let parts: Vec<Result<Vec<AgentMessage>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = idxs.chunks(size).map(|part| scope.spawn(move || run(part))).collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(SessionError::io("", std::io::Error::other("context thread panicked"))))
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(idxs.len());
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
 }
 
 /// Used by the list scanner: the plain text of a user or assistant message value.

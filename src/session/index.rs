@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{self, Read};
 use std::path::Path;
 
 use super::entry::{CURRENT_SESSION_VERSION, EntryType, SessionHeader};
@@ -206,97 +206,264 @@ fn unreachable_id() -> Box<str> {
     uuid::Uuid::new_v4().hyphenated().to_string().into()
 }
 
-/// Reads and indexes a whole session from `reader`. `path` is only used in errors and logs.
-pub(crate) fn load(reader: impl Read, path: &Path) -> Result<Loaded> {
-    let mut scanner = LineScanner::new(reader);
-    let mut header: Option<SessionHeader> = None;
-    let mut source_version = CURRENT_SESSION_VERSION;
-    let mut index = Index::default();
-    let mut parent_ids: Vec<Option<Box<str>>> = Vec::new();
-    let mut ends_with_newline = true;
-    let mut content_seen = false;
-    let mut first_error: Option<String> = None;
-    let mut line_no = 0usize;
+/// Random-access bytes of a session: its file, or its image in memory.
+pub(crate) trait Source: Sync {
+    fn size(&self) -> io::Result<u64>;
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+}
 
-    while let Some(line) = scanner.next_line().map_err(|e| SessionError::io(path, e))? {
-        line_no += 1;
-        ends_with_newline = line.terminated || line.bytes.is_empty();
+impl Source for std::fs::File {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        super::store::read_at(self, buf, offset)
+    }
+}
+
+impl Source for [u8] {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.len() as u64)
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let start = (offset as usize).min(self.len());
+        let n = buf.len().min(self.len() - start);
+        buf[..n].copy_from_slice(&self[start..start + n]);
+        Ok(n)
+    }
+}
+
+/// `Read` over `src[pos..end)`.
+struct RangeReader<'a, S: ?Sized> {
+    src: &'a S,
+    pos: u64,
+    end: u64,
+}
+
+impl<S: Source + ?Sized> Read for RangeReader<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let want = buf.len().min((self.end - self.pos) as usize);
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.src.read_at(&mut buf[..want], self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// What the parallel pass extracts from one line (owned: the line buffer is reused).
+enum Rec {
+    Corrupt { offset: u64, error: String },
+    /// A further `{"type":"session"}` line.
+    Session,
+    Entry(RawEntry),
+}
+
+struct RawEntry {
+    loc: Loc,
+    entry_type: EntryType,
+    role: Role,
+    id: Option<Box<str>>,
+    parent_id: Option<Box<str>>,
+    timestamp: Box<str>,
+    target_id: Option<Box<str>>,
+    label: Option<Box<str>>,
+    name: Option<Box<str>>,
+}
+
+fn raw_entry(line: &[u8], loc: Loc) -> Rec {
+    let lossy: String;
+    let parsed = match parse_head(line) {
+        Ok(h) => Ok(h),
+        Err(e) => match String::from_utf8_lossy(line) {
+            // pi reads files as UTF-8 with replacement characters; do the same, but only for
+            // the rare line that needs it.
+            Cow::Owned(fixed) => {
+                lossy = fixed;
+                parse_head(lossy.as_bytes())
+            }
+            Cow::Borrowed(_) => Err(e),
+        },
+    };
+    let head = match parsed {
+        Ok(h) => h,
+        Err(e) => {
+            return Rec::Corrupt {
+                offset: loc.offset,
+                error: e.to_string(),
+            };
+        }
+    };
+    if head.kind.as_deref() == Some("session") {
+        return Rec::Session;
+    }
+    let entry_type = head.kind.as_deref().map(EntryType::from_wire).unwrap_or(EntryType::Unknown);
+    let role = if entry_type == EntryType::Message {
+        role_of(head.message.role.as_deref())
+    } else {
+        Role::NotMessage
+    };
+    let b = |c: Option<Cow<'_, str>>| c.as_deref().map(Box::<str>::from);
+    Rec::Entry(RawEntry {
+        loc,
+        entry_type,
+        role,
+        id: b(head.id),
+        parent_id: b(head.parent_id),
+        timestamp: head.timestamp.as_deref().unwrap_or_default().into(),
+        target_id: b(head.target_id),
+        label: b(head.label),
+        name: b(head.name),
+    })
+}
+
+/// Parses the lines that start in `[start, stop)` (a line may run past `stop`).
+fn scan_chunk<S: Source + ?Sized>(src: &S, start: u64, stop: u64, eof: u64, skip_partial: bool) -> io::Result<Vec<Rec>> {
+    let from = if skip_partial { start - 1 } else { start };
+    let mut scanner = LineScanner::at(RangeReader { src, pos: from, end: eof }, from);
+    if skip_partial {
+        // The line that started before `start` belongs to the previous chunk.
+        scanner.next_line()?;
+    }
+    let mut out = Vec::new();
+    while let Some(line) = scanner.next_line()? {
+        if line.offset >= stop {
+            break;
+        }
         if is_blank(line.bytes) {
             continue;
         }
-        content_seen = true;
         let loc = Loc {
             offset: line.offset,
             len: line.bytes.len() as u32,
         };
-        if header.is_none() {
-            match parse_value(line.bytes) {
-                Ok(value) => {
-                    let is_header = value.get("type").and_then(|t| t.as_str()) == Some("session")
-                        && value.get("id").is_some_and(|i| i.is_string());
-                    if !is_header {
-                        return Err(SessionError::NotASession {
-                            path: path.to_owned(),
-                            reason: format!(
-                                "line {line_no} is the first JSON line and is not a session header"
-                            ),
-                        });
-                    }
-                    if let Some(v) = value.get("version")
-                        && !v.as_u64().is_some_and(|v| v <= CURRENT_SESSION_VERSION)
-                    {
-                        return Err(SessionError::UnsupportedVersion {
-                            path: path.to_owned(),
-                            version: v.to_string(),
-                        });
-                    }
-                    let h: SessionHeader =
-                        serde_json::from_value(value).map_err(|e| SessionError::NotASession {
-                            path: path.to_owned(),
-                            reason: format!("bad session header: {e}"),
-                        })?;
-                    source_version = h.version();
-                    if source_version < 2 {
-                        index.v1_positions.push(None); // the header is position 0
-                    }
-                    header = Some(h);
-                }
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), line = line_no, error = %e, "skipping a line that is not JSON");
-                    first_error.get_or_insert_with(|| e.to_string());
-                }
-            }
+        out.push(raw_entry(line.bytes, loc));
+    }
+    Ok(out)
+}
+
+/// Below this body size one thread does the whole pass.
+const PARALLEL_MIN: u64 = 8 << 20;
+
+/// Parses every line after the header, in parallel chunks on large files.
+fn scan_body<S: Source + ?Sized>(src: &S, start: u64, eof: u64) -> io::Result<Vec<Rec>> {
+    let body = eof.saturating_sub(start);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8) as u64;
+    let chunks = (body / PARALLEL_MIN).clamp(1, threads.max(1));
+    if chunks == 1 {
+        return scan_chunk(src, start, eof, eof, false);
+    }
+    let bounds: Vec<u64> = (0..=chunks).map(|k| start + body * k / chunks).collect();
+    let results: Vec<io::Result<Vec<Rec>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..chunks as usize)
+            .map(|k| {
+                let (s, e) = (bounds[k], bounds[k + 1]);
+                scope.spawn(move || scan_chunk(src, s, e, eof, k > 0))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(io::Error::other("index thread panicked"))))
+            .collect()
+    });
+    let mut out = Vec::new();
+    for r in results {
+        out.extend(r?);
+    }
+    Ok(out)
+}
+
+/// Reads and indexes a whole session. `path` is only used in errors and logs.
+pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path) -> Result<Loaded> {
+    let io_err = |e| SessionError::io(path, e);
+    let eof = src.size().map_err(io_err)?;
+    let mut header: Option<SessionHeader> = None;
+    let mut source_version = CURRENT_SESSION_VERSION;
+    let mut index = Index::default();
+    let mut parent_ids: Vec<Option<Box<str>>> = Vec::new();
+    let mut content_seen = false;
+    let mut first_error: Option<String> = None;
+    let mut body_start = eof;
+
+    // The header: the first line that parses.
+    let mut scanner = LineScanner::at(RangeReader { src, pos: 0, end: eof }, 0);
+    while let Some(line) = scanner.next_line().map_err(io_err)? {
+        if is_blank(line.bytes) {
             continue;
         }
-        let lossy: String;
-        let parsed = match parse_head(line.bytes) {
-            Ok(h) => Ok(h),
-            Err(e) => match String::from_utf8_lossy(line.bytes) {
-                // pi reads files as UTF-8 with replacement characters; do the same, but only
-                // for the rare line that needs it.
-                Cow::Owned(fixed) => {
-                    lossy = fixed;
-                    parse_head(lossy.as_bytes())
-                }
-                Cow::Borrowed(_) => Err(e),
-            },
-        };
-        let head = match parsed {
-            Ok(h) => h,
+        content_seen = true;
+        let value = match parse_value(line.bytes) {
+            Ok(v) => v,
             Err(e) => {
-                tracing::warn!(path = %path.display(), line = line_no, offset = line.offset, error = %e,
-                    "skipping a corrupt session line");
+                tracing::warn!(path = %path.display(), offset = line.offset, error = %e, "skipping a line that is not JSON");
+                first_error.get_or_insert_with(|| e.to_string());
                 continue;
             }
         };
-        if head.kind.as_deref() == Some("session") {
-            // pi ignores further header lines (they are not entries); they still occupy a
-            // position in a version 1 file's entry list.
-            if source_version < 2 {
-                index.v1_positions.push(None);
-            }
-            continue;
+        let is_header = value.get("type").and_then(|t| t.as_str()) == Some("session")
+            && value.get("id").is_some_and(|i| i.is_string());
+        if !is_header {
+            return Err(SessionError::NotASession {
+                path: path.to_owned(),
+                reason: format!("the first JSON line (at byte {}) is not a session header", line.offset),
+            });
         }
+        if let Some(v) = value.get("version")
+            && !v.as_u64().is_some_and(|v| v <= CURRENT_SESSION_VERSION)
+        {
+            return Err(SessionError::UnsupportedVersion {
+                path: path.to_owned(),
+                version: v.to_string(),
+            });
+        }
+        let h: SessionHeader = serde_json::from_value(value).map_err(|e| SessionError::NotASession {
+            path: path.to_owned(),
+            reason: format!("bad session header: {e}"),
+        })?;
+        source_version = h.version();
+        if source_version < 2 {
+            index.v1_positions.push(None); // the header is position 0
+        }
+        header = Some(h);
+        body_start = line.offset + line.bytes.len() as u64 + u64::from(line.terminated);
+        break;
+    }
+    drop(scanner);
+    if header.is_none() {
+        if content_seen {
+            return Err(SessionError::NotASession {
+                path: path.to_owned(),
+                reason: match first_error {
+                    Some(e) => format!("no JSON line ({e})"),
+                    None => "no session header".into(),
+                },
+            });
+        }
+        return Ok(Loaded {
+            header: None,
+            index,
+            source_version,
+            ends_with_newline: ends_with_newline(src, eof).map_err(io_err)?,
+        });
+    }
+
+    for rec in scan_body(src, body_start, eof).map_err(io_err)? {
+        let raw = match rec {
+            Rec::Corrupt { offset, error } => {
+                tracing::warn!(path = %path.display(), offset, error = %error, "skipping a corrupt session line");
+                continue;
+            }
+            Rec::Session => {
+                // pi ignores further header lines (they are not entries); they still take a
+                // position in a version 1 file's entry list.
+                if source_version < 2 {
+                    index.v1_positions.push(None);
+                }
+                continue;
+            }
+            Rec::Entry(raw) => raw,
+        };
         let (id, parent_id) = if source_version < 2 {
             let session_id = header.as_ref().map(|h| h.id.as_str()).unwrap_or_default();
             let id = v1_id(session_id, index.nodes.len(), &index.by_id);
@@ -304,35 +471,21 @@ pub(crate) fn load(reader: impl Read, path: &Path) -> Result<Loaded> {
             index.v1_positions.push(Some(index.nodes.len() as u32));
             (id, parent)
         } else {
-            match head.id.as_deref() {
-                Some(id) => (
-                    Box::<str>::from(id),
-                    head.parent_id.as_deref().map(Box::from),
-                ),
+            match raw.id {
+                Some(id) => (id, raw.parent_id),
                 None => {
-                    tracing::warn!(path = %path.display(), line = line_no, "skipping an entry without a string id");
+                    tracing::warn!(path = %path.display(), offset = raw.loc.offset, "skipping an entry without a string id");
                     continue;
                 }
             }
         };
-        let entry_type = head
-            .kind
-            .as_deref()
-            .map(EntryType::from_wire)
-            .unwrap_or(EntryType::Unknown);
-        let role = if entry_type == EntryType::Message {
-            role_of(head.message.role.as_deref())
-        } else {
-            Role::NotMessage
-        };
-        let timestamp: Box<str> = head.timestamp.as_deref().unwrap_or_default().into();
-        match entry_type {
+        match raw.entry_type {
             EntryType::Label => {
-                if let Some(target) = head.target_id.as_deref() {
-                    index.set_label(target, head.label.as_deref(), &timestamp);
+                if let Some(target) = raw.target_id.as_deref() {
+                    index.set_label(target, raw.label.as_deref(), &raw.timestamp);
                 }
             }
-            EntryType::SessionInfo => index.set_session_name(head.name.as_deref()),
+            EntryType::SessionInfo => index.set_session_name(raw.name.as_deref()),
             _ => {}
         }
         if index.by_id.contains_key(&id) {
@@ -340,25 +493,15 @@ pub(crate) fn load(reader: impl Read, path: &Path) -> Result<Loaded> {
         }
         index.by_id.insert(id.clone(), index.nodes.len() as u32);
         index.nodes.push(Node {
-            ts_ms: iso_to_millis(&timestamp),
+            ts_ms: iso_to_millis(&raw.timestamp),
             id,
             parent: Parent::Root,
-            entry_type,
-            role,
-            timestamp,
-            loc,
+            entry_type: raw.entry_type,
+            role: raw.role,
+            timestamp: raw.timestamp,
+            loc: raw.loc,
         });
         parent_ids.push(parent_id);
-    }
-
-    if header.is_none() && content_seen {
-        return Err(SessionError::NotASession {
-            path: path.to_owned(),
-            reason: match first_error {
-                Some(e) => format!("no JSON line ({e})"),
-                None => "no session header".into(),
-            },
-        });
     }
 
     // Resolve parents now that every id is known (a parent may come later in the file, and
@@ -383,6 +526,15 @@ pub(crate) fn load(reader: impl Read, path: &Path) -> Result<Loaded> {
         header,
         index,
         source_version,
-        ends_with_newline,
+        ends_with_newline: ends_with_newline(src, eof).map_err(io_err)?,
     })
+}
+
+fn ends_with_newline<S: Source + ?Sized>(src: &S, eof: u64) -> io::Result<bool> {
+    if eof == 0 {
+        return Ok(true);
+    }
+    let mut last = [0u8];
+    src.read_at(&mut last, eof - 1)?;
+    Ok(last[0] == b'\n')
 }

@@ -2,7 +2,6 @@
 //! [`SessionOptions`] to open one with non-default settings.
 
 use std::fs::File;
-use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -437,14 +436,9 @@ impl SessionManager {
         cwd_override: Option<String>,
     ) -> Result<SessionManager> {
         let path = store.path.clone();
-        let loaded = {
-            let mut file: &File = match store.file() {
-                Some(f) => f,
-                None => return Err(SessionError::io(&path, std::io::ErrorKind::NotFound.into())),
-            };
-            file.seek(SeekFrom::Start(0))
-                .map_err(|e| SessionError::io(&path, e))?;
-            index::load(file, &path)?
+        let loaded = match store.file() {
+            Some(file) => index::load(file, &path)?,
+            None => return Err(SessionError::io(&path, std::io::ErrorKind::NotFound.into())),
         };
         let mut store = store;
         store.set_needs_newline(!loaded.ends_with_newline);

@@ -35,12 +35,17 @@ const CHUNK: usize = 1 << 20;
 
 impl<R: Read> LineScanner<R> {
     pub(crate) fn new(reader: R) -> Self {
+        Self::at(reader, 0)
+    }
+
+    /// A scanner whose first byte is at file offset `base`.
+    pub(crate) fn at(reader: R, base: u64) -> Self {
         LineScanner {
             reader,
             buf: vec![0; CHUNK],
             start: 0,
             end: 0,
-            base: 0,
+            base,
             eof: false,
         }
     }
