@@ -111,7 +111,7 @@ fn norm_message(m: &AgentMessage) -> Value {
     Value::Object(out)
 }
 
-fn describe(
+pub(crate) fn describe(
     sm: &SessionManager,
     file: &str,
     branch: Option<&Option<String>>,

@@ -222,20 +222,32 @@ fn parse_items(data: &Data, idxs: &[u32]) -> Result<Vec<AgentMessage>> {
         })?;
         Ok(out)
     };
-    let bytes: u64 = idxs.iter().map(|&i| u64::from(data.index.node(i).loc.len)).sum();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let bytes: u64 = idxs
+        .iter()
+        .map(|&i| u64::from(data.index.node(i).loc.len))
+        .sum();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
     let chunks = ((bytes / PARALLEL_MIN_BYTES) as usize).clamp(1, threads);
     if chunks == 1 {
         return run(idxs);
     }
     let size = idxs.len().div_ceil(chunks);
     let parts: Vec<Result<Vec<AgentMessage>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = idxs.chunks(size).map(|part| scope.spawn(move || run(part))).collect();
+        let handles: Vec<_> = idxs
+            .chunks(size)
+            .map(|part| scope.spawn(move || run(part)))
+            .collect();
         handles
             .into_iter()
             .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(SessionError::io("", std::io::Error::other("context thread panicked"))))
+                h.join().unwrap_or_else(|_| {
+                    Err(SessionError::io(
+                        "",
+                        std::io::Error::other("context thread panicked"),
+                    ))
+                })
             })
             .collect()
     });

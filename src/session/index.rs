@@ -117,9 +117,11 @@ impl Index {
     /// forever) with a warning.
     pub(crate) fn path_to(&self, leaf: u32) -> Vec<u32> {
         let mut path = vec![leaf];
+        let mut seen = vec![false; self.nodes.len()];
+        seen[leaf as usize] = true;
         let mut cur = leaf;
         while let Some(p) = self.parent_of(cur) {
-            if path.len() > self.nodes.len() {
+            if std::mem::replace(&mut seen[p as usize], true) {
                 tracing::warn!(entry = %self.nodes[leaf as usize].id, "cycle in the parent chain; stopping the walk");
                 break;
             }
@@ -254,7 +256,10 @@ impl<S: Source + ?Sized> Read for RangeReader<'_, S> {
 
 /// What the parallel pass extracts from one line (owned: the line buffer is reused).
 enum Rec {
-    Corrupt { offset: u64, error: String },
+    Corrupt {
+        offset: u64,
+        error: String,
+    },
     /// A further `{"type":"session"}` line.
     Session,
     Entry(RawEntry),
@@ -298,7 +303,11 @@ fn raw_entry(line: &[u8], loc: Loc) -> Rec {
     if head.kind.as_deref() == Some("session") {
         return Rec::Session;
     }
-    let entry_type = head.kind.as_deref().map(EntryType::from_wire).unwrap_or(EntryType::Unknown);
+    let entry_type = head
+        .kind
+        .as_deref()
+        .map(EntryType::from_wire)
+        .unwrap_or(EntryType::Unknown);
     let role = if entry_type == EntryType::Message {
         role_of(head.message.role.as_deref())
     } else {
@@ -319,9 +328,22 @@ fn raw_entry(line: &[u8], loc: Loc) -> Rec {
 }
 
 /// Parses the lines that start in `[start, stop)` (a line may run past `stop`).
-fn scan_chunk<S: Source + ?Sized>(src: &S, start: u64, stop: u64, eof: u64, skip_partial: bool) -> io::Result<Vec<Rec>> {
+fn scan_chunk<S: Source + ?Sized>(
+    src: &S,
+    start: u64,
+    stop: u64,
+    eof: u64,
+    skip_partial: bool,
+) -> io::Result<Vec<Rec>> {
     let from = if skip_partial { start - 1 } else { start };
-    let mut scanner = LineScanner::at(RangeReader { src, pos: from, end: eof }, from);
+    let mut scanner = LineScanner::at(
+        RangeReader {
+            src,
+            pos: from,
+            end: eof,
+        },
+        from,
+    );
     if skip_partial {
         // The line that started before `start` belongs to the previous chunk.
         scanner.next_line()?;
@@ -349,7 +371,9 @@ const PARALLEL_MIN: u64 = 8 << 20;
 /// Parses every line after the header, in parallel chunks on large files.
 fn scan_body<S: Source + ?Sized>(src: &S, start: u64, eof: u64) -> io::Result<Vec<Rec>> {
     let body = eof.saturating_sub(start);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8) as u64;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8) as u64;
     let chunks = (body / PARALLEL_MIN).clamp(1, threads.max(1));
     if chunks == 1 {
         return scan_chunk(src, start, eof, eof, false);
@@ -364,7 +388,10 @@ fn scan_body<S: Source + ?Sized>(src: &S, start: u64, eof: u64) -> io::Result<Ve
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(io::Error::other("index thread panicked"))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("index thread panicked")))
+            })
             .collect()
     });
     let mut out = Vec::new();
@@ -387,7 +414,14 @@ pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path) -> Result<Loaded> {
     let mut body_start = eof;
 
     // The header: the first line that parses.
-    let mut scanner = LineScanner::at(RangeReader { src, pos: 0, end: eof }, 0);
+    let mut scanner = LineScanner::at(
+        RangeReader {
+            src,
+            pos: 0,
+            end: eof,
+        },
+        0,
+    );
     while let Some(line) = scanner.next_line().map_err(io_err)? {
         if is_blank(line.bytes) {
             continue;
@@ -406,7 +440,10 @@ pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path) -> Result<Loaded> {
         if !is_header {
             return Err(SessionError::NotASession {
                 path: path.to_owned(),
-                reason: format!("the first JSON line (at byte {}) is not a session header", line.offset),
+                reason: format!(
+                    "the first JSON line (at byte {}) is not a session header",
+                    line.offset
+                ),
             });
         }
         if let Some(v) = value.get("version")
@@ -417,10 +454,11 @@ pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path) -> Result<Loaded> {
                 version: v.to_string(),
             });
         }
-        let h: SessionHeader = serde_json::from_value(value).map_err(|e| SessionError::NotASession {
-            path: path.to_owned(),
-            reason: format!("bad session header: {e}"),
-        })?;
+        let h: SessionHeader =
+            serde_json::from_value(value).map_err(|e| SessionError::NotASession {
+                path: path.to_owned(),
+                reason: format!("bad session header: {e}"),
+            })?;
         source_version = h.version();
         if source_version < 2 {
             index.v1_positions.push(None); // the header is position 0

@@ -69,6 +69,27 @@ pub struct NewSession {
     pub parent_session: Option<String>,
 }
 
+impl NewSession {
+    /// Defaults: a new id, no parent session.
+    pub fn new() -> Self {
+        NewSession::default()
+    }
+
+    /// Sets the session id.
+    #[must_use]
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets the parent session (the header's `parentSession`).
+    #[must_use]
+    pub fn with_parent_session(mut self, parent: impl Into<String>) -> Self {
+        self.parent_session = Some(parent.into());
+        self
+    }
+}
+
 fn home_dir() -> PathBuf {
     std::env::home_dir().unwrap_or_default()
 }
