@@ -447,7 +447,7 @@ pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path) -> Result<Loaded> {
             });
         }
         if let Some(v) = value.get("version")
-            && !v.as_u64().is_some_and(|v| v <= CURRENT_SESSION_VERSION)
+            && v.as_u64().is_none_or(|v| v > CURRENT_SESSION_VERSION)
         {
             return Err(SessionError::UnsupportedVersion {
                 path: path.to_owned(),

@@ -164,7 +164,7 @@ pub(crate) fn list_dir(dir: &Path) -> Result<Vec<SessionInfo>> {
             Err(e) => tracing::warn!(error = %e, "skipping an unreadable session file"),
         }
     }
-    out.sort_by(|a, b| b.modified.cmp(&a.modified));
+    out.sort_by_key(|info| std::cmp::Reverse(info.modified));
     Ok(out)
 }
 
@@ -182,7 +182,7 @@ pub(crate) fn list_all(sessions_dir: &Path) -> Result<Vec<SessionInfo>> {
             out.extend(list_dir(&path)?);
         }
     }
-    out.sort_by(|a, b| b.modified.cmp(&a.modified));
+    out.sort_by_key(|info| std::cmp::Reverse(info.modified));
     Ok(out)
 }
 

@@ -283,26 +283,16 @@ fn write_file(
     extra: &[Vec<u8>],
     fsync: FsyncPolicy,
 ) -> Result<FileStore> {
-    let mut store = Store::File(FileStore::new_file(path.to_owned(), fsync));
+    let mut store = FileStore::new_file(path.to_owned(), fsync);
     store.append(&[to_line(header)?])?;
     // In bounded batches, so a large session is never held in memory whole.
     for chunk in nodes.chunks(4096) {
-        let lines = data.v3_lines(chunk)?;
-        store.append(&lines)?;
+        store.append(&data.v3_lines(chunk)?)?;
     }
     if !extra.is_empty() {
         store.append(extra)?;
     }
-    match store {
-        Store::File(f) => Ok(f),
-        Store::Memory(_) => unreachable_store(),
-    }
-}
-
-fn unreachable_store() -> Result<FileStore> {
-    Err(SessionError::Serialize(super::scan::custom_error(
-        "internal: expected a file store",
-    )))
+    Ok(store)
 }
 
 /// A session: an append-only tree of entries in a pi-compatible JSONL file, and a leaf —

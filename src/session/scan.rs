@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, Read};
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 /// Yields the lines of a reader with their offsets, reading through a reusable buffer.
 pub(crate) struct LineScanner<R> {
@@ -348,11 +348,6 @@ pub(crate) fn is_blank(bytes: &[u8]) -> bool {
 /// Parses the head of one line.
 pub(crate) fn parse_head(bytes: &[u8]) -> Result<Head<'_>, serde_json::Error> {
     serde_json::from_slice(bytes)
-}
-
-/// Wraps a deserialization error type so callers can build one.
-pub(crate) fn custom_error(msg: &str) -> serde_json::Error {
-    de::Error::custom(msg)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //!   in another process or in this one — is refused instead of interleaved.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Seek, SeekFrom, Write};
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
 use super::error::{Result, SessionError};
@@ -152,7 +152,8 @@ impl FileStore {
         Ok(self.file.insert(file))
     }
 
-    fn append(&mut self, lines: &[Vec<u8>]) -> Result<Vec<Loc>> {
+    /// Appends whole lines (without `\n`) in one write; returns where each one is.
+    pub(crate) fn append(&mut self, lines: &[Vec<u8>]) -> Result<Vec<Loc>> {
         if !self.writable {
             return Err(SessionError::ReadOnly {
                 path: self.path.clone(),
@@ -180,7 +181,7 @@ impl FileStore {
             }
             // With O_APPEND the position is now the end of what was just written, even if
             // another program appended before us.
-            writer.seek(SeekFrom::Current(0))
+            writer.stream_position()
         });
         let end = match written {
             Ok(end) => end,

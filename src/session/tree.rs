@@ -73,13 +73,10 @@ impl SessionTree {
                 Parent::Root | Parent::Missing(_) => roots.push(i),
             }
         }
-        for i in 0..nodes.len() {
-            if nodes[i].children.len() > 1 {
-                let mut children = std::mem::take(&mut nodes[i].children);
-                // Stable: equal (or unparsable, which sort first) timestamps keep file order.
-                children.sort_by_key(|&c| index.nodes[c].ts_ms.unwrap_or(i64::MIN));
-                nodes[i].children = children;
-            }
+        for node in &mut nodes {
+            // Stable: equal (or unparsable, which sort first) timestamps keep file order.
+            node.children
+                .sort_by_key(|&c| index.nodes[c].ts_ms.unwrap_or(i64::MIN));
         }
         SessionTree { nodes, roots }
     }
