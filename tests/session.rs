@@ -121,6 +121,7 @@ fn first_append_to_a_v1_file_migrates_it_with_a_backup() {
     let text = std::fs::read_to_string(&path).unwrap();
     let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(header["version"], 3);
+    assert_eq!(text.lines().next().unwrap().matches("\"type\"").count(), 1);
     for line in text.lines().skip(1) {
         let v: Value = serde_json::from_str(line).unwrap();
         assert!(v["id"].is_string() && v.get("parentId").is_some());
@@ -629,4 +630,17 @@ fn entries_keep_unknown_fields_and_types() {
     let new = sm.create_branched_session(&leaf).unwrap().unwrap();
     let forked = std::fs::read_to_string(new).unwrap();
     assert!(forked.contains(&lines[1].to_string()) && forked.contains(&lines[2].to_string()));
+}
+
+#[test]
+fn managers_move_between_threads() {
+    fn check<T: Send + Sync>() {}
+    check::<SessionManager>();
+    check::<SessionError>();
+    let mut sm = SessionManager::in_memory("/p");
+    sm.append_message(UserMessage::text("x")).unwrap();
+    let n = std::thread::spawn(move || sm.build_session_context().unwrap().messages.len())
+        .join()
+        .unwrap();
+    assert_eq!(n, 1);
 }

@@ -22,10 +22,16 @@ fn writer_process() {
     let mut out = std::io::stdout().lock();
     let mut seed = std::process::id() as u64;
     loop {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let size = 200 + (seed >> 33) as usize % 300_000;
-        let id = sm.append_message(UserMessage::text("x".repeat(size))).expect("append");
-        writeln!(out, "ACK {id}").and_then(|()| out.flush()).expect("stdout");
+        let id = sm
+            .append_message(UserMessage::text("x".repeat(size)))
+            .expect("append");
+        writeln!(out, "ACK {id}")
+            .and_then(|()| out.flush())
+            .expect("stdout");
     }
 }
 
@@ -48,7 +54,13 @@ fn kill_the_writer_mid_append_many_times() {
 
     for round in 0..ROUNDS {
         let mut child = Command::new(&exe)
-            .args(["--exact", "writer_process", "--ignored", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "writer_process",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_ENV, &path)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -63,10 +75,16 @@ fn kill_the_writer_mid_append_many_times() {
                 acked.push(id.to_owned());
                 break;
             }
-            assert!(started.elapsed() < Duration::from_secs(60), "writer never appended");
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "writer never appended"
+            );
         }
         let err = SessionManager::open(&path).unwrap_err();
-        assert!(matches!(err, SessionError::Locked { .. }), "round {round}: {err}");
+        assert!(
+            matches!(err, SessionError::Locked { .. }),
+            "round {round}: {err}"
+        );
         std::thread::sleep(Duration::from_micros(pseudo_random(&mut rng) % 20_000));
         child.kill().unwrap();
         child.wait().unwrap();
@@ -90,11 +108,19 @@ fn kill_the_writer_mid_append_many_times() {
         assert_eq!(sm.entry_count(), nonblank.len() - 1 - torn, "round {round}");
         let ids: std::collections::HashSet<&str> = sm.entry_ids().collect();
         for id in &acked {
-            assert!(ids.contains(id.as_str()), "round {round}: acknowledged entry {id} lost");
+            assert!(
+                ids.contains(id.as_str()),
+                "round {round}: acknowledged entry {id} lost"
+            );
         }
-        assert_eq!(sm.build_session_context().unwrap().messages.len(), sm.entry_count());
+        assert_eq!(
+            sm.build_session_context().unwrap().messages.len(),
+            sm.entry_count()
+        );
         // An append after the crash lands on a line of its own and reads back.
-        let id = sm.append_message(UserMessage::text(format!("after crash {round}"))).unwrap();
+        let id = sm
+            .append_message(UserMessage::text(format!("after crash {round}")))
+            .unwrap();
         acked.push(id.clone());
         drop(sm);
         let sm = SessionManager::open(&path).unwrap();

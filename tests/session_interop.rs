@@ -11,7 +11,8 @@ use std::process::Command;
 use pi_engine::agent::AgentMessage;
 use pi_engine::session::{BashExecutionMessage, SessionManager, SessionOptions, convert_to_llm};
 use pi_engine::{
-    AssistantContent, AssistantMessage, Content, StopReason, ThinkingLevel, ToolResultMessage, Usage, UserMessage,
+    AssistantContent, AssistantMessage, Content, StopReason, ThinkingLevel, ToolResultMessage,
+    Usage, UserMessage,
 };
 use serde_json::{Value, json};
 
@@ -21,14 +22,18 @@ fn node_modules() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("PI_NPM") {
         candidates.insert(0, Path::new(&p).join("node_modules"));
     }
-    candidates
-        .into_iter()
-        .find(|d| d.join("@mariozechner/pi-coding-agent/package.json").exists())
+    candidates.into_iter().find(|d| {
+        d.join("@mariozechner/pi-coding-agent/package.json")
+            .exists()
+    })
 }
 
 /// The node_modules folder, or `None` (after saying why) when pi cannot be run here.
 fn pi() -> Option<PathBuf> {
-    let node = Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     let modules = node_modules();
     match (node, modules) {
         (true, Some(m)) => Some(m),
@@ -38,7 +43,10 @@ fn pi() -> Option<PathBuf> {
             } else {
                 "node is not installed"
             };
-            assert!(std::env::var_os("CI").is_none(), "CI must run the interop tests, but {why}");
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must run the interop tests, but {why}"
+            );
             let _ = modules;
             eprintln!("SKIPPED: interop with pi needs node and pi's package: {why}");
             None
@@ -54,7 +62,11 @@ fn run_pi(modules: &Path, args: &[&str]) -> String {
         .env("PI_NPM_MODULES", modules)
         .output()
         .unwrap();
-    assert!(out.status.success(), "pi failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "pi failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -80,10 +92,22 @@ fn describe(sm: &SessionManager) -> Value {
 }
 
 fn assert_same(ours: &Value, pis: &Value) {
-    for key in ["sessionId", "leafId", "entryCount", "sessionName", "model", "thinkingLevel", "labels", "roots"] {
+    for key in [
+        "sessionId",
+        "leafId",
+        "entryCount",
+        "sessionName",
+        "model",
+        "thinkingLevel",
+        "labels",
+        "roots",
+    ] {
         assert_eq!(ours[key], pis[key], "{key}");
     }
-    let (a, b) = (ours["messages"].as_array().unwrap(), pis["messages"].as_array().unwrap());
+    let (a, b) = (
+        ours["messages"].as_array().unwrap(),
+        pis["messages"].as_array().unwrap(),
+    );
     assert_eq!(a.len(), b.len(), "message count");
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
         assert_eq!(x, y, "message {i}");
@@ -108,10 +132,15 @@ fn assistant_with_tool_call() -> AssistantMessage {
 fn pi_reads_what_we_write() {
     let Some(modules) = pi() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let mut sm = SessionOptions::new().with_session_dir(dir.path()).create("/interop/project");
+    let mut sm = SessionOptions::new()
+        .with_session_dir(dir.path())
+        .create("/interop/project");
     sm.append_model_change("openai", "gpt-4o").unwrap();
-    sm.append_thinking_level_change(ThinkingLevel::Medium).unwrap();
-    let q = sm.append_message(UserMessage::text("List files").with_timestamp(1)).unwrap();
+    sm.append_thinking_level_change(ThinkingLevel::Medium)
+        .unwrap();
+    let q = sm
+        .append_message(UserMessage::text("List files").with_timestamp(1))
+        .unwrap();
     sm.append_message(assistant_with_tool_call()).unwrap();
     sm.append_message(
         ToolResultMessage::new("t1", "bash", vec![Content::text("a.txt\n")], false)
@@ -121,10 +150,13 @@ fn pi_reads_what_we_write() {
     .unwrap();
     let mut bash = BashExecutionMessage::new("cat x", "", Some(2));
     bash.timestamp = 4;
-    sm.append_message(AgentMessage::custom(&bash).unwrap()).unwrap();
+    sm.append_message(AgentMessage::custom(&bash).unwrap())
+        .unwrap();
     bash.exclude_from_context = Some(true);
-    sm.append_message(AgentMessage::custom(&bash).unwrap()).unwrap();
-    sm.append_custom_entry("ext", Some(json!({"n": [1, 2]}))).unwrap();
+    sm.append_message(AgentMessage::custom(&bash).unwrap())
+        .unwrap();
+    sm.append_custom_entry("ext", Some(json!({"n": [1, 2]})))
+        .unwrap();
     let kept = sm
         .append_custom_message_entry("ext", "injected", false, Some(json!({"k": "v"})))
         .unwrap();
@@ -132,13 +164,17 @@ fn pi_reads_what_we_write() {
     sm.append_session_info("Written in Rust").unwrap();
     sm.append_compaction("Compacted", kept, 999, Some(json!({"readFiles": []})), None)
         .unwrap();
-    sm.append_message(UserMessage::text("after").with_timestamp(5)).unwrap();
-    sm.branch_with_summary(Some(&q), "the other way", None, None).unwrap();
-    sm.append_message(UserMessage::text("branch b").with_timestamp(6)).unwrap();
+    sm.append_message(UserMessage::text("after").with_timestamp(5))
+        .unwrap();
+    sm.branch_with_summary(Some(&q), "the other way", None, None)
+        .unwrap();
+    sm.append_message(UserMessage::text("branch b").with_timestamp(6))
+        .unwrap();
     let path = sm.session_file().unwrap().to_owned();
     let ours = describe(&sm);
     drop(sm);
-    let pis: Value = serde_json::from_str(&run_pi(&modules, &["describe", path.to_str().unwrap()])).unwrap();
+    let pis: Value =
+        serde_json::from_str(&run_pi(&modules, &["describe", path.to_str().unwrap()])).unwrap();
     assert_same(&ours, &pis);
     assert_eq!(pis["messages"].as_array().unwrap().len(), 3);
 
@@ -156,9 +192,15 @@ fn pi_reads_what_we_write() {
     sm.append_message(assistant_with_tool_call()).unwrap();
     let ours = describe(&sm);
     drop(sm);
-    let pis: Value = serde_json::from_str(&run_pi(&modules, &["describe", path.to_str().unwrap()])).unwrap();
+    let pis: Value =
+        serde_json::from_str(&run_pi(&modules, &["describe", path.to_str().unwrap()])).unwrap();
     assert_same(&ours, &pis);
-    let roles: Vec<_> = pis["messages"].as_array().unwrap().iter().map(|m| m["role"].clone()).collect();
+    let roles: Vec<_> = pis["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].clone())
+        .collect();
     assert_eq!(roles, ["compactionSummary", "custom", "user", "assistant"]);
 }
 
@@ -173,10 +215,12 @@ fn pi_reads_a_v1_file_we_migrated() {
     )
     .unwrap();
     let mut sm = SessionManager::open(&path).unwrap();
-    sm.append_message(UserMessage::text("continuing in Rust").with_timestamp(7)).unwrap();
+    sm.append_message(UserMessage::text("continuing in Rust").with_timestamp(7))
+        .unwrap();
     let ours = describe(&sm);
     drop(sm);
-    let pis: Value = serde_json::from_str(&run_pi(&modules, &["describe", path.to_str().unwrap()])).unwrap();
+    let pis: Value =
+        serde_json::from_str(&run_pi(&modules, &["describe", path.to_str().unwrap()])).unwrap();
     assert_same(&ours, &pis);
     assert_eq!(pis["messages"][0]["role"], "compactionSummary");
 }
@@ -190,10 +234,20 @@ fn we_read_what_pi_writes() {
     let sm = SessionManager::open(&path).unwrap();
     assert_same(&describe(&sm), &pis);
     assert_eq!(sm.session_name(), Some("Interop session"));
-    let roles: Vec<_> = pis["messages"].as_array().unwrap().iter().map(|m| m["role"].clone()).collect();
+    let roles: Vec<_> = pis["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].clone())
+        .collect();
     assert_eq!(roles, ["user", "branchSummary", "user"]);
     // Every entry pi wrote round-trips through the typed entries.
-    for (line, entry) in std::fs::read_to_string(&path).unwrap().lines().skip(1).zip(sm.entries().unwrap()) {
+    for (line, entry) in std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .zip(sm.entries().unwrap())
+    {
         let raw: Value = serde_json::from_str(line).unwrap();
         assert_eq!(serde_json::to_value(&entry).unwrap(), raw);
     }

@@ -28,28 +28,53 @@ pub const CURRENT_SESSION_VERSION: u64 = 3;
 /// assert_eq!(header.version, Some(3));
 /// assert_eq!(serde_json::to_string(&header).unwrap(), line);
 /// ```
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct SessionHeader {
     /// Format version; absent in version 1 files.
-    #[serde(default)]
     pub version: Option<u64>,
     /// The session id (a UUIDv7 for sessions pi or this crate created).
     pub id: String,
     /// When the session was created (ISO 8601, e.g. `2026-01-01T00:00:00.000Z`).
-    #[serde(default)]
     pub timestamp: String,
     /// The working directory the session belongs to.
-    #[serde(default)]
     pub cwd: String,
     /// The session file this one was forked from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session: Option<String>,
     /// Fields this crate does not model (version 1 headers keep `provider`, `modelId`,
     /// `thinkingLevel`, `branchedFrom` here).
-    #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl<'de> Deserialize<'de> for SessionHeader {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Raw {
+            #[serde(rename = "type", default)]
+            _type: Option<Value>,
+            #[serde(default)]
+            version: Option<u64>,
+            id: String,
+            #[serde(default)]
+            timestamp: String,
+            #[serde(default)]
+            cwd: String,
+            #[serde(default)]
+            parent_session: Option<String>,
+            #[serde(flatten)]
+            extra: Extra,
+        }
+        let r = Raw::deserialize(d)?;
+        Ok(SessionHeader {
+            version: r.version,
+            id: r.id,
+            timestamp: r.timestamp,
+            cwd: r.cwd,
+            parent_session: r.parent_session,
+            extra: r.extra,
+        })
+    }
 }
 
 impl SessionHeader {
@@ -88,7 +113,7 @@ impl Serialize for SessionHeader {
         if let Some(p) = &self.parent_session {
             map.serialize_entry("parentSession", p)?;
         }
-        for (k, v) in &self.extra {
+        for (k, v) in self.extra.iter().filter(|(k, _)| *k != "type") {
             map.serialize_entry(k, v)?;
         }
         map.end()

@@ -51,6 +51,24 @@
 //!   is kept in memory; bodies are parsed when asked for, and building the context reads
 //!   only the entries it returns.
 //!
+//! ## Where this differs from pi 0.73.1, on purpose
+//!
+//! The context, leaf, labels, names and tree are pi's on every file pi's own goldens cover
+//! (including its quirks: labels and names resolve over the whole file whatever the branch;
+//! an empty branch summary is left out; the branch summary's `</summary>` has no line break
+//! before it; bash output is not trimmed; an orphan is a root). What differs:
+//!
+//! * entries are written as they are appended; pi holds them back until the first assistant
+//!   message, so a crash before the first reply loses the prompt there;
+//! * a file with content but no session header is an error ([`SessionError::NotASession`]);
+//!   pi truncates it and starts over;
+//! * a header version above 3 is an error ([`SessionError::UnsupportedVersion`]); pi reads
+//!   on as if it were version 3;
+//! * old files get deterministic ids and are rewritten only at the first append, after a
+//!   backup; pi draws random ids and rewrites the file on every open;
+//! * a cycle in the parent links stops the walk with a warning; pi loops forever;
+//! * [`SessionInfo`] has no `allMessagesText` (pi's listings hold every message's text).
+//!
 //! ## Messages
 //!
 //! The session layer's roles — `bashExecution`, `custom`, `compactionSummary`,
