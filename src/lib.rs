@@ -71,6 +71,7 @@ mod model;
 pub mod models;
 mod options;
 pub mod providers;
+pub mod session;
 mod thinking;
 mod tool_args;
 mod validation;

@@ -5,16 +5,19 @@
 //! conformance stream <request.json>
 //! conformance agent-scenario <scenarios.json> <name> --requests <file>
 //! conformance agent-loop <turns>
+//! conformance session-context <file.jsonl> [--branch ID|null]
+//! conformance session-load <file.jsonl>
 //! ```
 
 use std::process::ExitCode;
 
 mod agent;
+mod session;
 mod stream;
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: conformance stream <request.json>\n       conformance agent-scenario <scenarios.json> <name> --requests <file>\n       conformance agent-loop <turns>"
+        "usage: conformance stream <request.json>\n       conformance agent-scenario <scenarios.json> <name> --requests <file>\n       conformance agent-loop <turns>\n       conformance session-context <file.jsonl> [--branch ID|null]\n       conformance session-load <file.jsonl>"
     );
     ExitCode::from(2)
 }
@@ -28,6 +31,8 @@ async fn main() -> ExitCode {
             agent::scenario(&args[1], &args[2], &args[4]).await
         }
         Some("agent-loop") if args.len() == 2 => agent::agent_loop(&args[1]).await,
+        Some("session-context") => session::context(&args[1..]),
+        Some("session-load") => session::load(&args[1..]),
         _ => return usage(),
     };
     match result {
