@@ -4,6 +4,8 @@
 //! reads the first set variable of [`env_var_names`]. A missing key is not an error here:
 //! [`resolve_api_key`] returns one, which the provider reports as the stream's `error` event.
 
+use std::path::{Path, PathBuf};
+
 use crate::error::{Error, ErrorKind};
 use crate::model::Model;
 use crate::options::{ApiKey, StreamOptions};
@@ -47,15 +49,68 @@ pub fn env_var_names(provider: &str) -> &'static [&'static str] {
     }
 }
 
+/// The key [`env_api_key`] gives `google-vertex` and `amazon-bedrock` when the environment
+/// holds credentials that are not a key (Google Application Default Credentials, an AWS
+/// profile or role): the provider authenticates with those and ignores this text, as pi's do.
+pub const AMBIENT_CREDENTIALS: &str = "<authenticated>";
+
 /// The key for `provider` from the environment: the first of [`env_var_names`] that is set
-/// and not empty.
+/// and not empty. Without one, `google-vertex` and `amazon-bedrock` get
+/// [`AMBIENT_CREDENTIALS`] when their SDK credentials are configured, as in pi:
+///
+/// * `google-vertex`: an ADC file (`GOOGLE_APPLICATION_CREDENTIALS`, or
+///   `~/.config/gcloud/application_default_credentials.json`), plus `GOOGLE_CLOUD_PROJECT`
+///   (or `GCLOUD_PROJECT`) and `GOOGLE_CLOUD_LOCATION`;
+/// * `amazon-bedrock`: `AWS_PROFILE`, `AWS_ACCESS_KEY_ID` with `AWS_SECRET_ACCESS_KEY`,
+///   `AWS_BEARER_TOKEN_BEDROCK`, `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`,
+///   `AWS_CONTAINER_CREDENTIALS_FULL_URI` or `AWS_WEB_IDENTITY_TOKEN_FILE`.
 pub fn env_api_key(provider: &str) -> Option<ApiKey> {
-    env_var_names(provider).iter().find_map(|name| {
-        std::env::var(name)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .map(ApiKey::new)
+    api_key_from(provider, &|name| std::env::var(name).ok(), &|path| {
+        path.exists()
     })
+}
+
+/// [`env_api_key`] over any environment: `var` reads a variable, `exists` tests a file.
+fn api_key_from(
+    provider: &str,
+    var: &dyn Fn(&str) -> Option<String>,
+    exists: &dyn Fn(&Path) -> bool,
+) -> Option<ApiKey> {
+    // Set and non-empty, as JavaScript's `!!process.env[name]`.
+    let set = |name: &str| var(name).filter(|v| !v.is_empty());
+    if let Some(key) = env_var_names(provider).iter().find_map(|name| set(name)) {
+        return Some(ApiKey::new(key));
+    }
+    let ambient = match provider {
+        "google-vertex" => {
+            let credentials = match set("GOOGLE_APPLICATION_CREDENTIALS") {
+                Some(path) => Some(PathBuf::from(path)),
+                None => set("HOME").or_else(|| set("USERPROFILE")).map(|home| {
+                    Path::new(&home)
+                        .join(".config")
+                        .join("gcloud")
+                        .join("application_default_credentials.json")
+                }),
+            };
+            credentials.is_some_and(|path| exists(&path))
+                && (set("GOOGLE_CLOUD_PROJECT").is_some() || set("GCLOUD_PROJECT").is_some())
+                && set("GOOGLE_CLOUD_LOCATION").is_some()
+        }
+        "amazon-bedrock" => {
+            set("AWS_PROFILE").is_some()
+                || (set("AWS_ACCESS_KEY_ID").is_some() && set("AWS_SECRET_ACCESS_KEY").is_some())
+                || [
+                    "AWS_BEARER_TOKEN_BEDROCK",
+                    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                    "AWS_WEB_IDENTITY_TOKEN_FILE",
+                ]
+                .iter()
+                .any(|name| set(name).is_some())
+        }
+        _ => false,
+    };
+    ambient.then(|| ApiKey::new(AMBIENT_CREDENTIALS))
 }
 
 /// The key a call to `model` uses: `options.api_key`, else the provider's environment
@@ -88,5 +143,62 @@ mod tests {
         );
         let key = resolve_api_key(&model, &StreamOptions::new().with_api_key("k")).unwrap();
         assert_eq!(key.expose(), "k");
+    }
+
+    fn fake_env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn first_set_non_empty_variable_wins() {
+        let env = fake_env(&[("ANTHROPIC_OAUTH_TOKEN", ""), ("ANTHROPIC_API_KEY", "sk-2")]);
+        let key = api_key_from("anthropic", &env, &|_| false).unwrap();
+        assert_eq!(key.expose(), "sk-2");
+        assert!(api_key_from("openai", &env, &|_| false).is_none());
+    }
+
+    #[test]
+    fn vertex_adc_needs_a_credentials_file_a_project_and_a_location() {
+        let adc = "/home/u/.config/gcloud/application_default_credentials.json";
+        let exists = |p: &Path| p == Path::new(adc);
+        let full = [
+            ("HOME", "/home/u"),
+            ("GCLOUD_PROJECT", "p"),
+            ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+        ];
+        let key = api_key_from("google-vertex", &fake_env(&full), &exists).unwrap();
+        assert_eq!(key.expose(), AMBIENT_CREDENTIALS);
+        assert!(api_key_from("google-vertex", &fake_env(&full[..2]), &exists).is_none());
+        assert!(api_key_from("google-vertex", &fake_env(&full), &|_| false).is_none());
+        let explicit = [
+            ("GOOGLE_APPLICATION_CREDENTIALS", "/etc/sa.json"),
+            ("GOOGLE_CLOUD_PROJECT", "p"),
+            ("GOOGLE_CLOUD_LOCATION", "l"),
+        ];
+        let sa = |p: &Path| p == Path::new("/etc/sa.json");
+        assert!(api_key_from("google-vertex", &fake_env(&explicit), &sa).is_some());
+        // An API key wins over ADC.
+        let with_key = [("GOOGLE_CLOUD_API_KEY", "AIza"), full[0], full[1], full[2]];
+        let key = api_key_from("google-vertex", &fake_env(&with_key), &exists).unwrap();
+        assert_eq!(key.expose(), "AIza");
+    }
+
+    #[test]
+    fn bedrock_accepts_any_aws_credential_source() {
+        let none = |_: &Path| false;
+        for vars in [
+            &[("AWS_PROFILE", "dev")][..],
+            &[("AWS_ACCESS_KEY_ID", "a"), ("AWS_SECRET_ACCESS_KEY", "s")][..],
+            &[("AWS_WEB_IDENTITY_TOKEN_FILE", "/t")][..],
+        ] {
+            let key = api_key_from("amazon-bedrock", &fake_env(vars), &none).unwrap();
+            assert_eq!(key.expose(), AMBIENT_CREDENTIALS);
+        }
+        let half = [("AWS_ACCESS_KEY_ID", "a")];
+        assert!(api_key_from("amazon-bedrock", &fake_env(&half), &none).is_none());
     }
 }

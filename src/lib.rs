@@ -68,11 +68,15 @@ mod event_stream;
 pub mod json;
 mod message;
 mod model;
+pub mod models;
 mod options;
 pub mod providers;
+pub mod session;
 mod thinking;
+mod tool_args;
+mod validation;
 
-pub use env_keys::{env_api_key, env_var_names, resolve_api_key};
+pub use env_keys::{AMBIENT_CREDENTIALS, env_api_key, env_var_names, resolve_api_key};
 pub use error::{Error, ErrorKind};
 pub use event::{AssistantMessageEvent, PartialMessage};
 pub use event_stream::{AssistantMessageEventStream, EventSender, EventStream, StreamEvent};
@@ -82,11 +86,20 @@ pub use message::{
     UserContent, UserMessage, now_millis,
 };
 pub use model::{InputModality, Model, ModelCost, api};
+pub use models::{ModelRegistry, calculate_cost, get_model, get_models, get_providers};
 pub use options::{
     ApiKey, CacheRetention, DEFAULT_IDLE_TIMEOUT, PayloadHook, RetryPolicy, StreamOptions,
 };
 pub use providers::{ApiProvider, ApiRegistry, complete, complete_simple, stream, stream_simple};
-pub use thinking::{ThinkingBudgets, ThinkingLevel, UnknownThinkingLevel};
+pub use thinking::{
+    ThinkingAdjustment, ThinkingBudgets, ThinkingLevel, UnknownThinkingLevel,
+    adjust_max_tokens_for_thinking, build_base_options, clamp_thinking_level,
+    supported_thinking_levels, to_provider_options,
+};
+pub use tool_args::parse_arguments;
+pub use validation::{
+    ToolCallError, ToolCallErrorKind, Violation, validate_tool_arguments, validate_tool_call,
+};
 
 /// Re-exported so callers need not depend on `tokio-util` to cancel a call.
 pub use tokio_util::sync::CancellationToken;

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::Model;
+
 /// How much a model should reason before answering.
 ///
 /// ```
@@ -99,4 +101,169 @@ pub struct ThinkingBudgets {
     /// Budget for `high`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub high: Option<u64>,
+}
+
+mod provider_options;
+
+pub use provider_options::{build_base_options, to_provider_options};
+
+impl ThinkingBudgets {
+    /// pi's default budgets: minimal 1024, low 2048, medium 8192, high 16384 tokens.
+    pub const DEFAULT: ThinkingBudgets = ThinkingBudgets {
+        minimal: Some(1024),
+        low: Some(2048),
+        medium: Some(8192),
+        high: Some(16384),
+    };
+
+    /// Budgets with every level set.
+    pub fn new(minimal: u64, low: u64, medium: u64, high: u64) -> Self {
+        ThinkingBudgets {
+            minimal: Some(minimal),
+            low: Some(low),
+            medium: Some(medium),
+            high: Some(high),
+        }
+    }
+
+    /// The budget set for `level` (`xhigh` reads `high`; `off` has none).
+    ///
+    /// ```
+    /// use pi_engine::{ThinkingBudgets, ThinkingLevel};
+    ///
+    /// assert_eq!(ThinkingBudgets::DEFAULT.get(ThinkingLevel::Xhigh), Some(16384));
+    /// assert_eq!(ThinkingBudgets::default().get(ThinkingLevel::Low), None);
+    /// ```
+    pub fn get(&self, level: ThinkingLevel) -> Option<u64> {
+        match level {
+            ThinkingLevel::Off => None,
+            ThinkingLevel::Minimal => self.minimal,
+            ThinkingLevel::Low => self.low,
+            ThinkingLevel::Medium => self.medium,
+            ThinkingLevel::High | ThinkingLevel::Xhigh => self.high,
+        }
+    }
+
+    /// The budget for `level`: the one set here, else pi's default (0 for `off`).
+    pub fn budget_or_default(&self, level: ThinkingLevel) -> u64 {
+        self.get(level)
+            .or_else(|| ThinkingBudgets::DEFAULT.get(level))
+            .unwrap_or(0)
+    }
+
+    /// These budgets with `level`'s (`high`'s for `xhigh`) set to `tokens`.
+    #[must_use]
+    pub fn with(mut self, level: ThinkingLevel, tokens: u64) -> Self {
+        match level {
+            ThinkingLevel::Off => {}
+            ThinkingLevel::Minimal => self.minimal = Some(tokens),
+            ThinkingLevel::Low => self.low = Some(tokens),
+            ThinkingLevel::Medium => self.medium = Some(tokens),
+            ThinkingLevel::High | ThinkingLevel::Xhigh => self.high = Some(tokens),
+        }
+        self
+    }
+}
+
+/// The levels `model` offers, from `off` up, as pi's `getSupportedThinkingLevels`: only
+/// `off` for a model that cannot reason; otherwise `off` to `high` except those its
+/// `thinkingLevelMap` sets to `null`, and `xhigh` only when the map names it.
+///
+/// ```
+/// use pi_engine::{get_model, supported_thinking_levels, ThinkingLevel::*};
+///
+/// let opus = get_model("anthropic", "claude-opus-4-6").unwrap(); // map: {"xhigh": "max"}
+/// assert_eq!(supported_thinking_levels(&opus), [Off, Minimal, Low, Medium, High, Xhigh]);
+/// let gemini = get_model("google", "gemini-3-pro-preview").unwrap();
+/// assert_eq!(supported_thinking_levels(&gemini), [Low, High]);
+/// let plain = get_model("openai", "gpt-4o").unwrap();
+/// assert_eq!(supported_thinking_levels(&plain), [Off]);
+/// ```
+pub fn supported_thinking_levels(model: &Model) -> Vec<ThinkingLevel> {
+    if !model.reasoning {
+        return vec![ThinkingLevel::Off];
+    }
+    ThinkingLevel::ALL
+        .into_iter()
+        .filter(|level| {
+            let mapped = model.thinking_level_map.as_ref().and_then(|m| m.get(level));
+            match (level, mapped) {
+                (_, Some(None)) => false,
+                (ThinkingLevel::Xhigh, mapped) => mapped.is_some(),
+                _ => true,
+            }
+        })
+        .collect()
+}
+
+/// The level of `model` nearest to `level`, as pi's `clampThinkingLevel`: `level` itself
+/// when offered, else the next one up, else the next one down.
+///
+/// ```
+/// use pi_engine::{clamp_thinking_level, get_model, ThinkingLevel};
+///
+/// let gemini = get_model("google", "gemini-3-pro-preview").unwrap(); // low and high only
+/// assert_eq!(clamp_thinking_level(&gemini, ThinkingLevel::Medium), ThinkingLevel::High);
+/// assert_eq!(clamp_thinking_level(&gemini, ThinkingLevel::Xhigh), ThinkingLevel::High);
+/// assert_eq!(clamp_thinking_level(&gemini, ThinkingLevel::Off), ThinkingLevel::Low);
+/// ```
+pub fn clamp_thinking_level(model: &Model, level: ThinkingLevel) -> ThinkingLevel {
+    let available = supported_thinking_levels(model);
+    let requested = ThinkingLevel::ALL
+        .iter()
+        .position(|l| *l == level)
+        .unwrap_or(0);
+    let up = ThinkingLevel::ALL[requested..].iter();
+    let down = ThinkingLevel::ALL[..requested].iter().rev();
+    up.chain(down)
+        .find(|l| available.contains(l))
+        .or(available.first())
+        .copied()
+        .unwrap_or(ThinkingLevel::Off)
+}
+
+/// Output tokens and thinking budget for a budget-based reasoning request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ThinkingAdjustment {
+    /// The output token limit to send (thinking included).
+    pub max_tokens: u64,
+    /// The thinking budget to send.
+    pub thinking_budget: u64,
+}
+
+/// Makes room for thinking, as pi's `adjustMaxTokensForThinking`: the budget for `level`
+/// (from `budgets`, else the defaults; `xhigh` uses `high`'s) is added to `base_max_tokens`,
+/// capped at `model_max_tokens`; if that leaves no more than the budget, the budget shrinks
+/// to leave 1024 output tokens (or to 0). `off` has a budget of 0.
+///
+/// ```
+/// use pi_engine::{adjust_max_tokens_for_thinking, ThinkingLevel};
+///
+/// let a = adjust_max_tokens_for_thinking(32_000, 64_000, ThinkingLevel::High, None);
+/// assert_eq!((a.max_tokens, a.thinking_budget), (48_384, 16_384));
+/// let a = adjust_max_tokens_for_thinking(8_192, 8_192, ThinkingLevel::Medium, None);
+/// assert_eq!((a.max_tokens, a.thinking_budget), (8_192, 7_168));
+/// ```
+pub fn adjust_max_tokens_for_thinking(
+    base_max_tokens: u64,
+    model_max_tokens: u64,
+    level: ThinkingLevel,
+    budgets: Option<&ThinkingBudgets>,
+) -> ThinkingAdjustment {
+    const MIN_OUTPUT_TOKENS: u64 = 1024;
+    let budget = budgets
+        .copied()
+        .unwrap_or_default()
+        .budget_or_default(level);
+    let max_tokens = base_max_tokens.saturating_add(budget).min(model_max_tokens);
+    let thinking_budget = if max_tokens <= budget {
+        max_tokens.saturating_sub(MIN_OUTPUT_TOKENS)
+    } else {
+        budget
+    };
+    ThinkingAdjustment {
+        max_tokens,
+        thinking_budget,
+    }
 }

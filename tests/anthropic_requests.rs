@@ -5,10 +5,8 @@
 //! Inputs, as `../shared/conformance/pi/README.md` describes them: the model of `models.json`
 //! (`mock-anthropic`/`mock-claude`), the session's messages before the assistant message that
 //! answered each request, pi's system prompt and tools as recorded in the body, the session
-//! id, and thinking level `high`. The level's mapping belongs to `stream_simple`; here it is
-//! given as the Anthropic options it maps to (pi's `streamSimpleAnthropic` for a non-adaptive
-//! model with `maxTokens` 8192: `maxTokens` 8192, `thinkingEnabled`, `thinkingBudgetTokens`
-//! 8192 − 1024 = 7168).
+//! id, and thinking level `high`, through `stream_simple` as pi's agent calls it (the level
+//! maps to `thinkingEnabled`, `thinkingBudgetTokens` 7168 and `maxTokens` 8192).
 //!
 //! Differences: none in the bodies. Headers pi's SDK adds for its own telemetry
 //! (`X-Stainless-*`, `User-Agent: Anthropic/JS`, `accept-language`, `sec-fetch-mode`,
@@ -18,7 +16,9 @@
 mod support;
 
 use pi_engine::providers::anthropic::AnthropicProvider;
-use pi_engine::{ApiProvider, Context, Message, Model, RetryPolicy, StreamOptions, Tool};
+use pi_engine::{
+    ApiProvider, Context, Message, Model, RetryPolicy, StreamOptions, ThinkingLevel, Tool,
+};
 use serde_json::{Value, json};
 use support::{MockServer, Reply, anthropic_sse};
 
@@ -92,10 +92,8 @@ async fn bodies_match_pi_for_every_request_of_the_session() {
     let options = StreamOptions::new()
         .with_api_key("dummy")
         .with_session_id(session_id)
-        .with_max_tokens(8192)
-        .with_retry(RetryPolicy::none())
-        .with_extra("thinkingEnabled", json!(true))
-        .with_extra("thinkingBudgetTokens", json!(7168));
+        .with_reasoning(ThinkingLevel::High)
+        .with_retry(RetryPolicy::none());
 
     for (k, (want, &upto)) in recorded.iter().zip(&answered_at).enumerate() {
         let body = &want["body"];
@@ -104,7 +102,7 @@ async fn bodies_match_pi_for_every_request_of_the_session() {
             .with_tools(tools_of(body));
         context.messages = messages[..upto].to_vec();
         let reply = AnthropicProvider::new()
-            .stream(&model, &context, &options)
+            .stream_simple(&model, &context, &options)
             .result()
             .await;
         assert!(reply.error_message.is_none(), "request {k}: {reply:?}");

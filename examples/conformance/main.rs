@@ -3,14 +3,22 @@
 //!
 //! ```text
 //! conformance stream <request.json>
+//! conformance agent-scenario <scenarios.json> <name> --requests <file>
+//! conformance agent-loop <turns>
+//! conformance session-context <file.jsonl> [--branch ID|null]
+//! conformance session-load <file.jsonl>
 //! ```
 
 use std::process::ExitCode;
 
+mod agent;
+mod session;
 mod stream;
 
 fn usage() -> ExitCode {
-    eprintln!("usage: conformance stream <request.json>");
+    eprintln!(
+        "usage: conformance stream <request.json>\n       conformance agent-scenario <scenarios.json> <name> --requests <file>\n       conformance agent-loop <turns>\n       conformance session-context <file.jsonl> [--branch ID|null]\n       conformance session-load <file.jsonl>"
+    );
     ExitCode::from(2)
 }
 
@@ -19,6 +27,12 @@ async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("stream") if args.len() == 2 => stream::run(&args[1]).await,
+        Some("agent-scenario") if args.len() == 5 && args[3] == "--requests" => {
+            agent::scenario(&args[1], &args[2], &args[4]).await
+        }
+        Some("agent-loop") if args.len() == 2 => agent::agent_loop(&args[1]).await,
+        Some("session-context") => session::context(&args[1..]),
+        Some("session-load") => session::load(&args[1..]),
         _ => return usage(),
     };
     match result {

@@ -61,7 +61,7 @@ pub trait CustomMessageType: Serialize + DeserializeOwned {
 impl CustomMessage {
     /// A custom message with `role` and `fields` (a `role` key in `fields` is ignored).
     pub fn new(role: impl Into<String>, mut fields: Map<String, Value>) -> Self {
-        fields.remove("role");
+        fields.shift_remove("role");
         CustomMessage {
             role: role.into(),
             fields,
@@ -230,7 +230,7 @@ impl Serialize for CustomMessage {
 impl<'de> Deserialize<'de> for CustomMessage {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut fields = Map::<String, Value>::deserialize(d)?;
-        match fields.remove("role") {
+        match fields.shift_remove("role") {
             Some(Value::String(role)) => Ok(CustomMessage { role, fields }),
             _ => Err(serde::de::Error::custom("a message needs a string `role`")),
         }

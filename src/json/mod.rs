@@ -1,9 +1,11 @@
 //! JSON helpers for streamed tool-call arguments.
 //!
 //! [`PartialJsonParser`] turns the argument fragments a model streams into a JSON object that
-//! always holds what has arrived so far; [`parse_streaming_json`] does the same for a whole
-//! buffer at once.
+//! always holds what has arrived so far (what pi's `parseStreamingJson` shows), in time linear
+//! in the length of the stream; [`parse_streaming_json`] does the same for a whole buffer at
+//! once.
 
+pub(crate) mod js;
 mod partial;
 
 pub use partial::{PartialJsonParser, parse_streaming_json};

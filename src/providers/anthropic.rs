@@ -50,7 +50,7 @@ use crate::model::{Model, ModelCost, api};
 use crate::options::{CacheRetention, StreamOptions};
 use crate::providers::ApiProvider;
 use crate::providers::http::{
-    Decoder, Emit, HttpRequest, apply_cost, repair_json, stream_event_error, stream_http,
+    Decoder, Emit, HttpRequest, repair_json, stream_event_error, stream_http,
 };
 use crate::providers::sse::SseEvent;
 use crate::providers::transform::transform_messages;
@@ -1144,7 +1144,9 @@ impl Decoder for AnthropicDecoder {
         message.response_id.clone_from(&self.response_id);
         message.stop_reason = self.stop_reason;
         let mut usage = self.usage.clone();
-        apply_cost(&self.cost, &mut usage);
+        let prices = Model::new("", "", "", "").with_cost(self.cost);
+        crate::calculate_cost(&prices, &mut usage);
+        usage.recompute_total();
         message.usage = usage;
     }
 }

@@ -489,7 +489,7 @@ impl ApiProvider for FauxProvider {
         message.api.clone_from(&model.api);
         message.provider.clone_from(&model.provider);
         message.model.clone_from(&model.id);
-        let scripted_usage = message.extra.remove(SCRIPTED_USAGE).is_some();
+        let scripted_usage = message.extra.shift_remove(SCRIPTED_USAGE).is_some();
         if !scripted_usage {
             message.usage = estimate_usage(&message, context, options, &mut state.prompt_cache);
         }

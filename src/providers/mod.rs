@@ -81,14 +81,15 @@ pub trait ApiProvider: Send + Sync + 'static {
     ) -> AssistantMessageEventStream;
 
     /// Streams a reply, mapping `options.reasoning` to the provider's own options. The
-    /// default ignores the level and calls [`stream`](Self::stream).
+    /// default calls [`stream`](Self::stream) with
+    /// [`to_provider_options`](crate::to_provider_options), pi's mapping for its apis.
     fn stream_simple(
         &self,
         model: &Model,
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        self.stream(model, context, options)
+        self.stream(model, context, &crate::to_provider_options(model, options))
     }
 }
 

@@ -24,7 +24,8 @@
 //!      the consumer has it) instead of keeping a second copy of the text, and parse tool
 //!      arguments once at the end from [`Emit::tool_arguments_text`];
 //!    * keep usage, stop reason, response id and signatures in the decoder and write them in
-//!      [`Decoder::finish`], which the driver calls for the final `done` or `error` message;
+//!      [`Decoder::finish`], which the driver calls for the final `done` or `error` message
+//!      (costs with [`calculate_cost`](crate::calculate_cost), pi's exact arithmetic);
 //!    * report a stream cut before its final event from [`Decoder::on_end`], and an `error`
 //!      event of the wire format by returning `Err` from [`Decoder::on_event`].
 //!
@@ -50,19 +51,3 @@ pub(crate) use driver::{Decoder, Emit, stream_http};
 pub(crate) use json_repair::repair_json;
 pub(crate) use status::stream_event_error;
 pub(crate) use transport::HttpRequest;
-
-use crate::message::Usage;
-use crate::model::ModelCost;
-
-/// Fills `usage.cost` from the model's prices (dollars per million tokens) and sets
-/// `totalTokens`, computing exactly as pi's `calculateCost` so that costs compare equal.
-pub(crate) fn apply_cost(prices: &ModelCost, usage: &mut Usage) {
-    let per_token = |price: f64| price / 1_000_000.0;
-    usage.cost.input = per_token(prices.input) * usage.input as f64;
-    usage.cost.output = per_token(prices.output) * usage.output as f64;
-    usage.cost.cache_read = per_token(prices.cache_read) * usage.cache_read as f64;
-    usage.cost.cache_write = per_token(prices.cache_write) * usage.cache_write as f64;
-    usage.cost.total =
-        usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
-    usage.recompute_total();
-}

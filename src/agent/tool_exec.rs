@@ -1,0 +1,425 @@
+//! Running the tool calls of one assistant message: pi's `executeToolCalls`.
+//!
+//! Each call is prepared in order — `tool_execution_start`, tool lookup, `prepare_arguments`,
+//! validation, `before_tool_call` — and a call that fails there ends at once with an error
+//! result (in parallel mode that `tool_execution_end` comes before any tool has started,
+//! as in pi). Then the prepared calls run: concurrently, reporting `tool_execution_end` as
+//! they finish and the tool-result messages afterwards in the order of the calls; or, in
+//! sequential mode, one after the other, each with its result message.
+//!
+//! Tools run inside the loop's task. While a listener handles an event the tools wait, so a
+//! listener is a barrier for tools as for the model stream.
+
+use std::future::{Future, poll_fn};
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use futures::FutureExt;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::agent_loop::{AgentEventSink, emit_message, panic_message};
+use crate::agent::config::{
+    AfterToolCallContext, AgentContext, AgentLoopConfig, BeforeToolCallContext, ToolCallDecision,
+};
+use crate::agent::event::AgentEvent;
+use crate::agent::message::AgentMessage;
+use crate::agent::tool::{
+    AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdate, ToolUpdates, UpdateQueue,
+};
+use crate::message::{AssistantMessage, Tool, ToolCall, ToolResultMessage};
+
+/// The text of the error result of a call that was not started because the run was aborted.
+pub(crate) const TOOL_ABORTED: &str = "Operation aborted";
+
+/// The results of one batch of tool calls.
+pub(crate) struct ToolBatch {
+    /// One result message per call, in the order of the calls.
+    pub(crate) messages: Vec<ToolResultMessage>,
+    /// Every result asked to end the run.
+    pub(crate) terminate: bool,
+}
+
+/// A call's outcome.
+struct Finalized {
+    result: AgentToolResult,
+    is_error: bool,
+}
+
+impl Finalized {
+    fn error(text: impl Into<String>) -> Self {
+        Finalized {
+            result: AgentToolResult::text(text),
+            is_error: true,
+        }
+    }
+}
+
+/// A call that passed preparation and may run.
+struct Prepared<'a> {
+    tool: &'a Arc<dyn AgentTool>,
+    args: Map<String, Value>,
+}
+
+/// What the calls of a batch share.
+struct Batch<'a> {
+    context: &'a AgentContext,
+    message: &'a AssistantMessage,
+    config: &'a AgentLoopConfig,
+    cancel: &'a CancellationToken,
+    calls: Vec<&'a ToolCall>,
+}
+
+pub(crate) async fn execute_tool_calls<E: AgentEventSink>(
+    context: &AgentContext,
+    message: &AssistantMessage,
+    config: &AgentLoopConfig,
+    cancel: &CancellationToken,
+    emit: &mut E,
+) -> ToolBatch {
+    let calls: Vec<&ToolCall> = message.tool_calls().collect();
+    let sequential = config.tool_execution == ToolExecutionMode::Sequential
+        || calls.iter().any(|c| {
+            context
+                .tool(&c.name)
+                .is_some_and(|t| t.execution_mode() == Some(ToolExecutionMode::Sequential))
+        });
+    let batch = Batch {
+        context,
+        message,
+        config,
+        cancel,
+        calls,
+    };
+    let updates = UpdateQueue::new();
+    let result = if sequential {
+        batch.run_sequential(emit, &updates).await
+    } else {
+        let finalized = batch.run_parallel(emit, &updates).await;
+        let terminate = all_terminate(&finalized);
+        let mut messages = Vec::with_capacity(finalized.len());
+        for (f, call) in finalized.into_iter().zip(&batch.calls) {
+            let m = result_message(call, f);
+            messages.push(emit_result_message(emit, m).await);
+        }
+        ToolBatch {
+            messages,
+            terminate,
+        }
+    };
+    updates.close();
+    result
+}
+
+fn all_terminate(finalized: &[Finalized]) -> bool {
+    !finalized.is_empty() && finalized.iter().all(|f| f.result.wants_terminate())
+}
+
+fn result_message(call: &ToolCall, f: Finalized) -> ToolResultMessage {
+    let AgentToolResult {
+        content, details, ..
+    } = f.result;
+    let mut m = ToolResultMessage::new(call.id.clone(), call.name.clone(), content, f.is_error);
+    if !details.is_null() {
+        m.details = Some(details);
+    }
+    m
+}
+
+/// Emits a tool result's `message_start` and `message_end`, lending it to the sink.
+async fn emit_result_message<E: AgentEventSink>(
+    emit: &mut E,
+    m: ToolResultMessage,
+) -> ToolResultMessage {
+    match emit_message(emit, AgentMessage::ToolResult(m), true).await {
+        AgentMessage::ToolResult(m) => m,
+        _ => unreachable!("the message given"),
+    }
+}
+
+impl<'a> Batch<'a> {
+    async fn emit_start<E: AgentEventSink>(&self, emit: &mut E, index: usize) {
+        let call = self.calls[index];
+        emit.emit(&AgentEvent::ToolExecutionStart {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: call.arguments.clone(),
+        })
+        .await;
+    }
+
+    /// Emits `tool_execution_end`, lending the result to the sink.
+    async fn emit_end<E: AgentEventSink>(
+        &self,
+        emit: &mut E,
+        index: usize,
+        f: Finalized,
+    ) -> Finalized {
+        let call = self.calls[index];
+        let event = AgentEvent::ToolExecutionEnd {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            result: f.result,
+            is_error: f.is_error,
+        };
+        emit.emit(&event).await;
+        match event {
+            AgentEvent::ToolExecutionEnd {
+                result, is_error, ..
+            } => Finalized { result, is_error },
+            _ => unreachable!("built above"),
+        }
+    }
+
+    async fn emit_update<E: AgentEventSink>(&self, emit: &mut E, update: ToolUpdate) {
+        let Some(call) = self.calls.get(update.index) else {
+            return;
+        };
+        emit.emit(&AgentEvent::ToolExecutionUpdate {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            args: call.arguments.clone(),
+            partial_result: update.partial,
+        })
+        .await;
+        let _ = update.delivered.send(());
+    }
+
+    async fn run_sequential<E: AgentEventSink>(
+        &self,
+        emit: &mut E,
+        updates: &Arc<UpdateQueue>,
+    ) -> ToolBatch {
+        let mut messages = Vec::with_capacity(self.calls.len());
+        let mut terminate = !self.calls.is_empty();
+        for index in 0..self.calls.len() {
+            self.emit_start(emit, index).await;
+            let finalized = match self.prepare(index).await {
+                Err(f) => self.emit_end(emit, index, f).await,
+                Ok(p) => {
+                    let handle = ToolUpdates::new(index, updates.clone());
+                    let mut running = vec![(index, Box::pin(self.run_prepared(index, p, handle)))];
+                    // `drive` emits the call's updates and its tool_execution_end.
+                    match self.drive(emit, &mut running, updates).await.pop() {
+                        Some((_, f)) => f,
+                        None => Finalized::error("The tool call did not finish"),
+                    }
+                }
+            };
+            terminate &= finalized.result.wants_terminate();
+            let m = result_message(self.calls[index], finalized);
+            messages.push(emit_result_message(emit, m).await);
+        }
+        ToolBatch {
+            messages,
+            terminate,
+        }
+    }
+
+    async fn run_parallel<E: AgentEventSink>(
+        &self,
+        emit: &mut E,
+        updates: &Arc<UpdateQueue>,
+    ) -> Vec<Finalized> {
+        let n = self.calls.len();
+        let mut slots: Vec<Option<Finalized>> = (0..n).map(|_| None).collect();
+        let mut running = Vec::new();
+        for (index, slot) in slots.iter_mut().enumerate() {
+            self.emit_start(emit, index).await;
+            match self.prepare(index).await {
+                Err(f) => *slot = Some(self.emit_end(emit, index, f).await),
+                Ok(p) => {
+                    let handle = ToolUpdates::new(index, updates.clone());
+                    running.push((index, Box::pin(self.run_prepared(index, p, handle))));
+                }
+            }
+        }
+        for (index, f) in self.drive(emit, &mut running, updates).await {
+            slots[index] = Some(f);
+        }
+        slots
+            .into_iter()
+            .map(|s| s.unwrap_or_else(|| Finalized::error("The tool call did not finish")))
+            .collect()
+    }
+
+    /// Polls the running calls and the update channel until every call has finished:
+    /// updates are emitted as they come, `tool_execution_end` as each call finishes (after
+    /// the updates it sent). Calls that finish in the same poll are reported in call order.
+    async fn drive<E, F>(
+        &self,
+        emit: &mut E,
+        running: &mut Vec<(usize, Pin<Box<F>>)>,
+        updates: &UpdateQueue,
+    ) -> Vec<(usize, Finalized)>
+    where
+        E: AgentEventSink,
+        F: Future<Output = Finalized>,
+    {
+        enum Step {
+            Update(ToolUpdate),
+            Done(usize, Finalized),
+        }
+        let mut done = Vec::with_capacity(running.len());
+        while !running.is_empty() {
+            let step = poll_fn(|cx| {
+                if let Poll::Ready(u) = updates.poll_next(cx) {
+                    return Poll::Ready(Step::Update(u));
+                }
+                for j in 0..running.len() {
+                    if let Poll::Ready(f) = running[j].1.as_mut().poll(cx) {
+                        let (index, _) = running.remove(j);
+                        return Poll::Ready(Step::Done(index, f));
+                    }
+                }
+                Poll::Pending
+            })
+            .await;
+            match step {
+                Step::Update(u) => self.emit_update(emit, u).await,
+                Step::Done(index, f) => {
+                    while let Some(u) = updates.try_next() {
+                        self.emit_update(emit, u).await;
+                    }
+                    let f = self.emit_end(emit, index, f).await;
+                    done.push((index, f));
+                }
+            }
+        }
+        done
+    }
+
+    /// Tool lookup, `prepare_arguments`, validation and `before_tool_call`. `Err` is the
+    /// call's immediate (error) outcome.
+    async fn prepare(&self, index: usize) -> Result<Prepared<'a>, Finalized> {
+        let call = self.calls[index];
+        let Some(tool) = self.context.tool(&call.name) else {
+            return Err(Finalized::error(format!("Tool {} not found", call.name)));
+        };
+        let prepared =
+            std::panic::catch_unwind(AssertUnwindSafe(|| tool.prepare_arguments(&call.arguments)))
+                .map_err(|p| Finalized::error(panic_message(&*p)))?;
+        let validated = match prepared {
+            None => validate_arguments(tool.definition(), call),
+            Some(args) => {
+                let mut call = call.clone();
+                call.arguments = args;
+                validate_arguments(tool.definition(), &call)
+            }
+        };
+        let args = validated.map_err(Finalized::error)?;
+        if let Some(hook) = &self.config.hooks.before_tool_call {
+            let cx = BeforeToolCallContext {
+                assistant_message: self.message,
+                tool_call: call,
+                args: &args,
+                context: self.context,
+                cancel: self.cancel,
+            };
+            let decision = match std::panic::catch_unwind(AssertUnwindSafe(|| hook(cx))) {
+                Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
+                Err(p) => Err(p),
+            };
+            match decision {
+                Ok(ToolCallDecision::Allow) => {}
+                Ok(ToolCallDecision::Block(reason)) => {
+                    return Err(Finalized::error(
+                        reason.unwrap_or_else(|| "Tool execution was blocked".to_owned()),
+                    ));
+                }
+                Err(p) => return Err(Finalized::error(panic_message(&*p))),
+            }
+        }
+        Ok(Prepared { tool, args })
+    }
+
+    /// Executes a prepared call and applies `after_tool_call`.
+    async fn run_prepared(&self, index: usize, p: Prepared<'a>, updates: ToolUpdates) -> Finalized {
+        let call = self.calls[index];
+        // A call that has not started when the run is aborted is not started at all.
+        if self.cancel.is_cancelled() {
+            return Finalized::error(TOOL_ABORTED);
+        }
+        let after = self.config.hooks.after_tool_call.as_ref();
+        let kept_args = after.map(|_| p.args.clone());
+        let executed = execute_tool(p.tool, call, p.args, self.cancel.child_token(), updates).await;
+        let (Some(hook), Some(args)) = (after, kept_args) else {
+            return executed;
+        };
+        let cx = AfterToolCallContext {
+            assistant_message: self.message,
+            tool_call: call,
+            args: &args,
+            result: &executed.result,
+            is_error: executed.is_error,
+            context: self.context,
+            cancel: self.cancel,
+        };
+        let replaced = match std::panic::catch_unwind(AssertUnwindSafe(|| hook(cx))) {
+            Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
+            Err(p) => Err(p),
+        };
+        match replaced {
+            Ok(None) => executed,
+            Ok(Some(r)) => {
+                let Finalized {
+                    mut result,
+                    is_error,
+                } = executed;
+                if let Some(content) = r.content {
+                    result.content = content;
+                }
+                if let Some(details) = r.details {
+                    result.details = details;
+                }
+                if r.terminate.is_some() {
+                    result.terminate = r.terminate;
+                }
+                Finalized {
+                    result,
+                    is_error: r.is_error.unwrap_or(is_error),
+                }
+            }
+            Err(p) => Finalized::error(panic_message(&*p)),
+        }
+    }
+}
+
+/// Runs a tool, turning an `Err` or a panic into an error result.
+async fn execute_tool(
+    tool: &Arc<dyn AgentTool>,
+    call: &ToolCall,
+    args: Map<String, Value>,
+    cancel: CancellationToken,
+    updates: ToolUpdates,
+) -> Finalized {
+    let panicked = |p: Box<dyn std::any::Any + Send>| {
+        Finalized::error(format!(
+            "Tool {} panicked: {}",
+            call.name,
+            panic_message(&*p)
+        ))
+    };
+    let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| {
+        tool.execute(&call.id, args, cancel, updates)
+    })) {
+        Ok(fut) => fut,
+        Err(p) => return panicked(p),
+    };
+    match AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(Ok(result)) => Finalized {
+            result,
+            is_error: false,
+        },
+        Ok(Err(e)) => Finalized::error(e.to_string()),
+        Err(p) => panicked(p),
+    }
+}
+
+/// Validates (and coerces, `"5"` → `5`) a call's arguments against the tool's schema; the
+/// error is pi's text (TypeBox's wording), which the model reads.
+fn validate_arguments(tool: &Tool, call: &ToolCall) -> Result<Map<String, Value>, String> {
+    crate::validation::validate_tool_arguments(tool, call).map_err(|e| e.to_string())
+}

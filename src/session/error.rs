@@ -1,0 +1,92 @@
+//! [`SessionError`]: what can go wrong opening, reading or writing a session file.
+
+use std::path::PathBuf;
+
+/// An error of the session layer.
+///
+/// Corrupt *lines* are not errors: a line that is not JSON (a crash mid-write, a bad edit) is
+/// skipped with a `tracing` warning, as pi skips it. These errors are for files that cannot
+/// be used at all, for writes that did not happen, and for misuse of the API.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// Reading or writing the file failed.
+    #[error("session file {path}: {source}")]
+    Io {
+        /// The file (or directory).
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file has content but no session header (`{"type":"session",...}`) as its first
+    /// JSON line: it is not a pi session file. pi would silently truncate such a file; this
+    /// crate leaves it alone.
+    #[error("{path} is not a session file: {reason}")]
+    NotASession {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead.
+        reason: String,
+    },
+    /// The header's `version` is newer than this crate understands (3).
+    #[error(
+        "{path}: session format version {version} is not supported (this crate reads versions 1 to 3)"
+    )]
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version in the header.
+        version: String,
+    },
+    /// Another writer holds the file's lock (another process, or another `SessionManager`
+    /// in this one). Two writers are never interleaved.
+    #[error("session file {path} is locked by another writer")]
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// No entry has this id.
+    #[error("entry {id} not found")]
+    EntryNotFound {
+        /// The id asked for.
+        id: String,
+    },
+    /// An entry's JSON does not have the shape its `type` requires.
+    #[error("entry {id}: {source}")]
+    InvalidEntry {
+        /// The entry's id.
+        id: String,
+        /// What did not fit.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The file changed under this manager (an entry is no longer where it was written).
+    #[error("session file {path} was modified by another program")]
+    ModifiedExternally {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The session is read-only (opened with [`SessionOptions::read_only`](super::SessionOptions::read_only)).
+    #[error("session {path} was opened read-only")]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A value could not be serialized to JSON (a custom `data` or `details` value that is
+    /// not representable).
+    #[error("cannot serialize entry: {0}")]
+    Serialize(#[source] serde_json::Error),
+}
+
+impl SessionError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        SessionError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Shorthand for results of the session layer.
+pub type Result<T, E = SessionError> = std::result::Result<T, E>;

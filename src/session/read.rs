@@ -1,0 +1,110 @@
+//! Reading entry bodies on demand: the index says where a line is, this parses it (and
+//! migrates it when the file is older than version 3).
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::entry::SessionEntry;
+use super::error::{Result, SessionError};
+use super::index::Index;
+use super::migrate::migrate_entry;
+use super::scan::{LStr, parse_value};
+use super::store::Store;
+use crate::agent::AgentMessage;
+
+/// The index and the lines it points into.
+#[derive(Debug)]
+pub(crate) struct Data {
+    pub(crate) index: Index,
+    pub(crate) store: Store,
+    /// Version of the file as stored; below 3, entries are migrated as they are read.
+    pub(crate) source_version: u64,
+}
+
+impl Data {
+    fn modified(&self) -> SessionError {
+        SessionError::ModifiedExternally {
+            path: self.store.path().map(ToOwned::to_owned).unwrap_or_default(),
+        }
+    }
+
+    /// The (migrated) JSON object of node `idx`, given its line.
+    pub(crate) fn value_of(&self, idx: u32, line: &[u8]) -> Result<serde_json::Map<String, Value>> {
+        let value = parse_value(line).map_err(|_| self.modified())?;
+        let Value::Object(mut obj) = value else {
+            return Err(self.modified());
+        };
+        if self.source_version < 3 {
+            migrate_entry(&mut obj, idx, &self.index, self.source_version);
+        }
+        if obj.get("id").and_then(Value::as_str) != Some(&*self.index.node(idx).id) {
+            return Err(self.modified());
+        }
+        Ok(obj)
+    }
+
+    /// The typed entry of node `idx`, given its line.
+    pub(crate) fn entry_of(&self, idx: u32, line: &[u8]) -> Result<SessionEntry> {
+        let obj = self.value_of(idx, line)?;
+        SessionEntry::from_value(Value::Object(obj)).map_err(|source| SessionError::InvalidEntry {
+            id: self.index.node(idx).id.to_string(),
+            source,
+        })
+    }
+
+    /// The message of `message` entry `idx`, given its line. Fast path for version 3: the
+    /// envelope is skipped and the message parsed straight from its bytes; anything unusual
+    /// (invalid UTF-8, a message of the wrong shape) takes the checked path.
+    pub(crate) fn message_of(&self, idx: u32, line: &[u8]) -> Result<AgentMessage> {
+        // One pass over the line: the envelope's other fields are skipped, the message is
+        // parsed where it stands.
+        #[derive(Deserialize)]
+        struct MessageLine<'a> {
+            #[serde(borrow, default)]
+            id: LStr<'a>,
+            message: AgentMessage,
+        }
+        let invalid = |source| SessionError::InvalidEntry {
+            id: self.index.node(idx).id.to_string(),
+            source,
+        };
+        if self.source_version >= 3
+            && let Ok(l) = serde_json::from_slice::<MessageLine<'_>>(line)
+        {
+            if l.id.as_deref() != Some(&*self.index.node(idx).id) {
+                return Err(self.modified());
+            }
+            return Ok(l.message);
+        }
+        let mut obj = self.value_of(idx, line)?;
+        let message = obj.remove("message").unwrap_or(Value::Null);
+        serde_json::from_value(message).map_err(invalid)
+    }
+
+    /// Typed entries for nodes `idxs`, in that order.
+    pub(crate) fn entries(&self, idxs: &[u32]) -> Result<Vec<SessionEntry>> {
+        let locs: Vec<_> = idxs.iter().map(|&i| self.index.node(i).loc).collect();
+        let mut out = Vec::with_capacity(idxs.len());
+        self.store.for_each_line(&locs, |k, line| {
+            out.push(self.entry_of(idxs[k], line)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The raw, version 3 line of node `idx` (re-serialized only when migration changed it).
+    pub(crate) fn v3_lines(&self, idxs: &[u32]) -> Result<Vec<Vec<u8>>> {
+        let locs: Vec<_> = idxs.iter().map(|&i| self.index.node(i).loc).collect();
+        let mut out = Vec::with_capacity(idxs.len());
+        self.store.for_each_line(&locs, |k, line| {
+            if self.source_version >= 3 {
+                out.push(line.to_vec());
+            } else {
+                let obj = self.value_of(idxs[k], line)?;
+                out.push(serde_json::to_vec(&obj).map_err(SessionError::Serialize)?);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,400 @@
+//! Reading a session file line by line without holding it in memory, and parsing only the
+//! few fields of each line that the index needs.
+//!
+//! [`LineScanner`] yields each line with its byte offset from a fixed buffer (the file is
+//! never read whole). [`Head`] is a lenient, borrowing view of an entry's top-level fields:
+//! every other value — the message bodies that make up almost all of a session — is skipped
+//! by serde_json without being allocated. A line that is not one JSON object fails here and
+//! is skipped by the caller, as pi skips it.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::{self, Read};
+
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+/// Yields the lines of a reader with their offsets, reading through a reusable buffer.
+pub(crate) struct LineScanner<R> {
+    reader: R,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// File offset of `buf[0]`.
+    base: u64,
+    eof: bool,
+}
+
+/// One line: its offset, its bytes without the `\n`, and whether a `\n` ended it.
+pub(crate) struct Line<'a> {
+    pub(crate) offset: u64,
+    pub(crate) bytes: &'a [u8],
+    pub(crate) terminated: bool,
+}
+
+const CHUNK: usize = 1 << 20;
+
+impl<R: Read> LineScanner<R> {
+    pub(crate) fn new(reader: R) -> Self {
+        Self::at(reader, 0)
+    }
+
+    /// A scanner whose first byte is at file offset `base`.
+    pub(crate) fn at(reader: R, base: u64) -> Self {
+        LineScanner {
+            reader,
+            buf: vec![0; CHUNK],
+            start: 0,
+            end: 0,
+            base,
+            eof: false,
+        }
+    }
+
+    /// The next line, or `None` at the end.
+    pub(crate) fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        loop {
+            if let Some(pos) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
+                let s = self.start;
+                self.start += pos + 1;
+                return Ok(Some(Line {
+                    offset: self.base + s as u64,
+                    bytes: &self.buf[s..s + pos],
+                    terminated: true,
+                }));
+            }
+            if self.eof {
+                if self.start == self.end {
+                    return Ok(None);
+                }
+                let s = self.start;
+                self.start = self.end;
+                return Ok(Some(Line {
+                    offset: self.base + s as u64,
+                    bytes: &self.buf[s..self.end],
+                    terminated: false,
+                }));
+            }
+            // Move the partial line to the front, grow when one line fills the buffer.
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.base += self.start as u64;
+                self.end -= self.start;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            let n = match self.reader.read(&mut self.buf[self.end..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if n == 0 {
+                self.eof = true;
+            }
+            self.end += n;
+        }
+    }
+}
+
+/// A string that may be borrowed from the line; any non-string JSON value reads as `None`.
+#[derive(Default)]
+pub(crate) struct LStr<'a>(pub(crate) Option<Cow<'a, str>>);
+
+impl<'a> LStr<'a> {
+    pub(crate) fn as_deref(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+struct LStrVisitor;
+
+impl<'de> Visitor<'de> for LStrVisitor {
+    type Value = LStr<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(LStr(Some(Cow::Borrowed(v))))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(LStr(Some(Cow::Owned(v.to_owned()))))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(LStr(Some(Cow::Owned(v))))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(LStr(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(LStr(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(LStr(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(LStr(None))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(LStr(None))
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(LStr(None))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(LStr(None))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(LStr(None))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(LStrVisitor)
+    }
+}
+
+/// A number; any other JSON value reads as `None`.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct LNum(pub(crate) Option<f64>);
+
+struct LNumVisitor;
+
+impl<'de> Visitor<'de> for LNumVisitor {
+    type Value = LNum;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(LNum(Some(v as f64)))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(LNum(Some(v as f64)))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(LNum(Some(v)))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(LNum(None))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(LNum(None))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(LNum(None))
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(LNum(None))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(LNum(None))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(LNum(None))
+    }
+}
+
+impl<'de> Deserialize<'de> for LNum {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(LNumVisitor)
+    }
+}
+
+/// The top-level fields of a message object that the index and the session list need.
+#[derive(Default)]
+pub(crate) struct MsgHead<'a> {
+    /// `role`, when it is a string.
+    pub(crate) role: Option<Cow<'a, str>>,
+    /// Whether the object has a `content` key.
+    pub(crate) has_content: bool,
+    /// `timestamp`, when it is a number.
+    pub(crate) timestamp: Option<f64>,
+    /// `provider` and `model` (assistant messages).
+    pub(crate) provider: Option<Cow<'a, str>>,
+    pub(crate) model: Option<Cow<'a, str>>,
+}
+
+struct MsgHeadVisitor;
+
+impl<'de> Visitor<'de> for MsgHeadVisitor {
+    type Value = MsgHead<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut head = MsgHead::default();
+        while let Some(key) = map.next_key::<LStr<'de>>()? {
+            match key.as_deref() {
+                Some("role") => head.role = map.next_value::<LStr<'de>>()?.0,
+                Some("timestamp") => head.timestamp = map.next_value::<LNum>()?.0,
+                Some("provider") => head.provider = map.next_value::<LStr<'de>>()?.0,
+                Some("model") => head.model = map.next_value::<LStr<'de>>()?.0,
+                Some("content") => {
+                    head.has_content = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(head)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(MsgHead::default())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(MsgHead::default())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(MsgHead::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(MsgHead::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(MsgHead::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(MsgHead::default())
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(MsgHead::default())
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for MsgHead<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(MsgHeadVisitor)
+    }
+}
+
+/// The top-level fields of an entry line that the index needs. Duplicate keys: the last
+/// wins, as with `JSON.parse`.
+#[derive(Default)]
+pub(crate) struct Head<'a> {
+    pub(crate) kind: Option<Cow<'a, str>>,
+    pub(crate) id: Option<Cow<'a, str>>,
+    /// `parentId` as a string; `None` for null, absent or not a string.
+    pub(crate) parent_id: Option<Cow<'a, str>>,
+    pub(crate) timestamp: Option<Cow<'a, str>>,
+    pub(crate) message: MsgHead<'a>,
+    pub(crate) target_id: Option<Cow<'a, str>>,
+    pub(crate) label: Option<Cow<'a, str>>,
+    pub(crate) name: Option<Cow<'a, str>>,
+}
+
+struct HeadVisitor;
+
+impl<'de> Visitor<'de> for HeadVisitor {
+    type Value = Head<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a session entry object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut head = Head::default();
+        while let Some(key) = map.next_key::<LStr<'de>>()? {
+            match key.as_deref() {
+                Some("type") => head.kind = map.next_value::<LStr<'de>>()?.0,
+                Some("id") => head.id = map.next_value::<LStr<'de>>()?.0,
+                Some("parentId") => head.parent_id = map.next_value::<LStr<'de>>()?.0,
+                Some("timestamp") => head.timestamp = map.next_value::<LStr<'de>>()?.0,
+                Some("message") => head.message = map.next_value::<MsgHead<'de>>()?,
+                Some("targetId") => head.target_id = map.next_value::<LStr<'de>>()?.0,
+                Some("label") => head.label = map.next_value::<LStr<'de>>()?.0,
+                Some("name") => head.name = map.next_value::<LStr<'de>>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(head)
+    }
+}
+
+impl<'de> Deserialize<'de> for Head<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(HeadVisitor)
+    }
+}
+
+/// Parses a whole line as a JSON value, accepting invalid UTF-8 the way pi does (read as
+/// UTF-8 with replacement characters) — only on the rare line where strict parsing fails.
+pub(crate) fn parse_value(bytes: &[u8]) -> Result<serde_json::Value, serde_json::Error> {
+    match serde_json::from_slice(bytes) {
+        Ok(v) => Ok(v),
+        Err(e) => match String::from_utf8_lossy(bytes) {
+            Cow::Owned(fixed) => serde_json::from_str(&fixed),
+            Cow::Borrowed(_) => Err(e),
+        },
+    }
+}
+
+/// True when the line is only whitespace (skipped silently, like pi's blank lines).
+pub(crate) fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(u8::is_ascii_whitespace)
+}
+
+/// Parses the head of one line.
+pub(crate) fn parse_head(bytes: &[u8]) -> Result<Head<'_>, serde_json::Error> {
+    serde_json::from_slice(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_with_offsets_across_buffer_growth() {
+        let long = "x".repeat(3 * CHUNK);
+        let data = format!("a\n{long}\n\nlast");
+        let mut s = LineScanner::new(data.as_bytes());
+        let mut got = Vec::new();
+        while let Some(l) = s.next_line().unwrap() {
+            got.push((l.offset, l.bytes.len(), l.terminated));
+        }
+        let second = 2 + long.len() as u64;
+        assert_eq!(
+            got,
+            vec![
+                (0, 1, true),
+                (2, long.len(), true),
+                (second + 1, 0, true),
+                (second + 2, 4, false)
+            ]
+        );
+    }
+
+    #[test]
+    fn head_is_lenient_and_skips_bodies() {
+        let line = br#"{"type":"message","id":"ab","parentId":null,"message":{"role":"assistant","content":[{"x":"\"}"}],"provider":"p","model":7},"label":5}"#;
+        let h = parse_head(line).unwrap();
+        assert_eq!(h.kind.as_deref(), Some("message"));
+        assert_eq!(h.id.as_deref(), Some("ab"));
+        assert!(h.parent_id.is_none());
+        assert_eq!(h.message.role.as_deref(), Some("assistant"));
+        assert!(h.message.has_content);
+        assert_eq!(h.message.provider.as_deref(), Some("p"));
+        assert!(h.message.model.is_none());
+        assert!(h.label.is_none());
+        assert!(parse_head(b"[1,2]").is_err());
+        assert!(parse_head(b"{\"type\":\"message\"").is_err());
+        assert!(parse_head(b"{} x").is_err());
+    }
+
+    #[test]
+    fn invalid_utf8_is_read_lossily() {
+        let line = b"{\"type\":\"custom\",\"id\":\"a\xff\"}";
+        assert_eq!(parse_value(line).unwrap()["id"], "a\u{fffd}");
+    }
+}
