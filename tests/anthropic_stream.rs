@@ -100,12 +100,13 @@ async fn unfinished_tool_call_has_no_scratch_fields() {
             "# COMPREHENSIVE TAX GUIDE FOR INDIVIDUALS WITH MULTIPLE W-2s", "", "## INTRODUCTION", "", "Filing taxes"
         ]})
     );
-    let keys: Vec<&str> = call
+    let mut keys: Vec<&str> = call
         .as_object()
         .unwrap()
         .keys()
         .map(String::as_str)
         .collect();
+    keys.sort_unstable();
     assert_eq!(keys, ["arguments", "id", "name", "type"]);
     // What a session file would store reads back equal.
     let stored = serde_json::to_string(&Message::from(message.clone())).unwrap();
