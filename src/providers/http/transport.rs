@@ -97,7 +97,13 @@ impl HttpRequest {
         }
         let body = serde_json::to_vec(&body)
             .map_err(|e| Error::new(ErrorKind::Config, format!("Cannot encode request: {e}")))?;
-        let retry = options.retry_policy();
+        let mut retry = options.retry_policy();
+        // pi's `maxRetries` option, when no policy was set in Rust.
+        if options.retry.is_none()
+            && let Some(n) = options.extra.get("maxRetries").and_then(Value::as_u64)
+        {
+            retry = retry.with_max_retries(u32::try_from(n).unwrap_or(u32::MAX));
+        }
         let max_delay = match options.max_retry_delay_ms {
             Some(ms) => retry.max_delay.min(Duration::from_millis(ms)),
             None => retry.max_delay,
@@ -309,6 +315,30 @@ mod tests {
             .unwrap_err();
         assert!(!bad.message().contains("secret"));
         assert_eq!(bad.kind(), ErrorKind::Config);
+    }
+
+    #[test]
+    fn pi_max_retries_option() {
+        let model = Model::new("m", "x", "p", "");
+        let request = || HttpRequest::post_json("http://127.0.0.1:9/v1", serde_json::json!({}));
+        let options = StreamOptions::new().with_extra("maxRetries", 5.into());
+        assert_eq!(
+            request()
+                .prepare(&model, &options)
+                .unwrap()
+                .retry
+                .max_retries,
+            5
+        );
+        let explicit = options.with_retry(RetryPolicy::none());
+        assert_eq!(
+            request()
+                .prepare(&model, &explicit)
+                .unwrap()
+                .retry
+                .max_retries,
+            0
+        );
     }
 
     #[test]
