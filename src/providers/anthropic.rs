@@ -1020,18 +1020,18 @@ fn fast_delta(data: &[u8]) -> Option<WireEvent<'_>> {
     if digits == 0 || digits > 9 {
         return None;
     }
-    let index: u64 = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    let index = rest[..digits]
+        .iter()
+        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
     let rest = rest[digits..].strip_prefix(br#","delta":{"type":""#)?;
-    let (kind, rest) = [
-        (&br#"text_delta","text":""#[..], "text_delta"),
-        (&br#"thinking_delta","thinking":""#[..], "thinking_delta"),
-        (
-            &br#"input_json_delta","partial_json":""#[..],
-            "input_json_delta",
-        ),
-    ]
-    .into_iter()
-    .find_map(|(head, kind)| rest.strip_prefix(head).map(|r| (kind, r)))?;
+    let (kind, rest) = if let Some(r) = rest.strip_prefix(br#"text_delta","text":""#) {
+        ("text_delta", r)
+    } else if let Some(r) = rest.strip_prefix(br#"thinking_delta","thinking":""#) {
+        ("thinking_delta", r)
+    } else {
+        let r = rest.strip_prefix(br#"input_json_delta","partial_json":""#)?;
+        ("input_json_delta", r)
+    };
     // `rest` is the string's content, its closing quote and `}}`.
     let inner = rest.strip_suffix(br#""}}"#)?;
     // Deltas are a few bytes: a plain loop beats a SIMD search's set-up here.

@@ -193,7 +193,15 @@ impl SseDecoder {
         if bytes[0] == b':' {
             return; // comment
         }
-        let (name, value) = match memchr::memchr(b':', bytes) {
+        // The two fields that matter are recognised by prefix, without a search.
+        let colon = if bytes.starts_with(b"data:") {
+            Some(4)
+        } else if bytes.starts_with(b"event:") {
+            Some(5)
+        } else {
+            memchr::memchr(b':', bytes)
+        };
+        let (name, value) = match colon {
             Some(i) => {
                 let mut v = line.start + i + 1;
                 if self.buf.get(v) == Some(&b' ') && v < line.end {
