@@ -12,7 +12,14 @@ use serde_json::{Map, Value};
 /// `JSON.stringify(value, null, 2)`.
 pub(crate) fn to_string_pretty(value: &Value) -> String {
     let mut out = String::new();
-    write_value(&mut out, value, 0);
+    write_value(&mut out, value, Some(0));
+    out
+}
+
+/// `JSON.stringify(value)`.
+pub(crate) fn to_string(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, None);
     out
 }
 
@@ -65,7 +72,9 @@ pub(crate) fn number_to_string(x: f64) -> String {
     out
 }
 
-fn write_value(out: &mut String, value: &Value, indent: usize) {
+/// Writes `value`; `indent` is the pretty form's depth, `None` for the compact form.
+fn write_value(out: &mut String, value: &Value, indent: Option<usize>) {
+    let inner = indent.map(|i| i + 1);
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -81,8 +90,8 @@ fn write_value(out: &mut String, value: &Value, indent: usize) {
                 if i > 0 {
                     out.push(',');
                 }
-                newline(out, indent + 1);
-                write_value(out, item, indent + 1);
+                newline(out, inner);
+                write_value(out, item, inner);
             }
             newline(out, indent);
             out.push(']');
@@ -97,10 +106,10 @@ fn write_value(out: &mut String, value: &Value, indent: usize) {
                 if i > 0 {
                     out.push(',');
                 }
-                newline(out, indent + 1);
+                newline(out, inner);
                 write_string(out, key);
-                out.push_str(": ");
-                write_value(out, item, indent + 1);
+                out.push_str(if indent.is_some() { ": " } else { ":" });
+                write_value(out, item, inner);
             }
             newline(out, indent);
             out.push('}');
@@ -108,9 +117,11 @@ fn write_value(out: &mut String, value: &Value, indent: usize) {
     }
 }
 
-fn newline(out: &mut String, indent: usize) {
-    out.push('\n');
-    out.extend(std::iter::repeat_n(' ', indent * 2));
+fn newline(out: &mut String, indent: Option<usize>) {
+    if let Some(indent) = indent {
+        out.push('\n');
+        out.extend(std::iter::repeat_n(' ', indent * 2));
+    }
 }
 
 /// A JavaScript object lists array-index keys first, ascending, then the others in the order
@@ -188,5 +199,13 @@ mod tests {
             "{\n  \"2\": true,\n  \"10\": 1,\n  \"b\": [\n    1,\n    [],\n    {},\n    {\n      \"c\": null\n    }\n  ],\n  \"a\": \"q\\\"\\\\\\n\\u0001é\",\n  \"01\": 0\n}"
         );
         assert_eq!(to_string_pretty(&json!({})), "{}");
+        assert_eq!(
+            to_string(&v),
+            r#"{"2":true,"10":1,"b":[1,[],{},{"c":null}],"a":"q\"\\\n\u0001é","01":0}"#
+        );
+        assert_eq!(
+            to_string(&json!({"x": 5.0, "y": [1e21]})),
+            r#"{"x":5,"y":[1e+21]}"#
+        );
     }
 }

@@ -24,6 +24,8 @@ pub mod anthropic;
 pub mod faux;
 #[cfg(feature = "http")]
 pub(crate) mod http;
+#[cfg(feature = "openai")]
+pub mod openai_completions;
 pub mod sse;
 pub mod transform;
 
@@ -224,6 +226,8 @@ fn builtin_providers() -> Vec<Arc<dyn ApiProvider>> {
     vec![
         #[cfg(feature = "anthropic")]
         Arc::new(anthropic::AnthropicProvider::new()),
+        #[cfg(feature = "openai")]
+        Arc::new(openai_completions::OpenAiCompletionsProvider::new()),
     ]
 }
 

@@ -42,6 +42,8 @@
 //! Tests: a decoder is unit-tested by feeding SSE text through [`stream_http`] against the
 //! local servers of `tests/support/`; the faults are tested once, in `tests/http_faults.rs`.
 
+pub(crate) mod cloudflare;
+pub(crate) mod copilot;
 mod driver;
 mod json_repair;
 mod status;
