@@ -16,33 +16,10 @@
 mod support;
 
 use pi_engine::providers::anthropic::AnthropicProvider;
-use pi_engine::{
-    ApiProvider, Context, Message, Model, RetryPolicy, StreamOptions, ThinkingLevel, Tool,
-};
-use serde_json::{Value, json};
+use pi_engine::{ApiProvider, Context, RetryPolicy, StreamOptions, ThinkingLevel, Tool};
+use serde_json::Value;
+use support::pi::{RecordedSession, models_json_model, recorded_header};
 use support::{MockServer, Reply, anthropic_sse};
-
-fn lines(path: &str) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn mock_claude(base_url: &str) -> Model {
-    let models: Value =
-        serde_json::from_str(&std::fs::read_to_string("tests/fixtures/pi/models.json").unwrap())
-            .unwrap();
-    let provider = &models["providers"]["mock-anthropic"];
-    let mut model = provider["models"][0].clone();
-    model["name"] = model["id"].clone();
-    model["api"] = provider["api"].clone();
-    model["provider"] = json!("mock-anthropic");
-    model["baseUrl"] = json!(base_url);
-    serde_json::from_value(model).unwrap()
-}
 
 /// pi's tools, back from their Anthropic encoding.
 fn tools_of(body: &Value) -> Vec<Tool> {
@@ -62,45 +39,27 @@ fn tools_of(body: &Value) -> Vec<Tool> {
 
 #[tokio::test]
 async fn bodies_match_pi_for_every_request_of_the_session() {
-    let session = lines("tests/fixtures/pi/pi-session-anthropic-messages.jsonl");
-    let recorded = lines("tests/fixtures/pi/pi-requests-anthropic-messages.jsonl");
-    let session_id = session[0]["id"].as_str().unwrap().to_owned();
-    let messages: Vec<Message> = session
-        .iter()
-        .filter(|e| e["type"] == "message")
-        .map(|e| serde_json::from_value(e["message"].clone()).unwrap())
-        .collect();
-    let answered_at: Vec<usize> = messages
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| matches!(m, Message::Assistant(_)))
-        .map(|(i, _)| i)
-        .collect();
-    assert_eq!(
-        answered_at.len(),
-        recorded.len(),
-        "one request per assistant message"
-    );
-
+    let session = RecordedSession::load("anthropic-messages");
+    let contexts = session.contexts();
     let ok = anthropic_sse(&[
         r#"{"type":"message_start","message":{"id":"m","usage":{"input_tokens":1,"output_tokens":1}}}"#,
         r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}"#,
         r#"{"type":"message_stop"}"#,
     ]);
-    let server = MockServer::start(vec![Reply::sse(&[&ok]); recorded.len()]).await;
-    let model = mock_claude(server.url());
+    let server = MockServer::start(vec![Reply::sse(&[&ok]); contexts.len()]).await;
+    let model = models_json_model("mock-anthropic", "mock-claude", server.url());
     let options = StreamOptions::new()
         .with_api_key("dummy")
-        .with_session_id(session_id)
+        .with_session_id(session.session_id.clone())
         .with_reasoning(ThinkingLevel::High)
         .with_retry(RetryPolicy::none());
 
-    for (k, (want, &upto)) in recorded.iter().zip(&answered_at).enumerate() {
+    for (k, (want, messages)) in session.requests.iter().zip(contexts).enumerate() {
         let body = &want["body"];
         let mut context = Context::new()
             .with_system_prompt(body["system"][0]["text"].as_str().unwrap())
             .with_tools(tools_of(body));
-        context.messages = messages[..upto].to_vec();
+        context.messages = messages.to_vec();
         let reply = AnthropicProvider::new()
             .stream_simple(&model, &context, &options)
             .result()
@@ -119,7 +78,7 @@ async fn bodies_match_pi_for_every_request_of_the_session() {
         ] {
             assert_eq!(
                 sent.header(header),
-                want["headers"][header].as_str(),
+                recorded_header(want, header),
                 "request {k}: header {header}"
             );
         }

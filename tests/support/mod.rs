@@ -10,6 +10,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+pub mod pi;
+
 /// One step of a scripted reply.
 #[derive(Debug, Clone)]
 pub enum Step {
