@@ -163,7 +163,7 @@ fn build_body(
         body.insert(compat.max_tokens_field.as_str().into(), max.into());
     }
     if let Some(t) = options.temperature {
-        body.insert("temperature".into(), json!(t));
+        body.insert("temperature".into(), js_number(t));
     }
     let mut tools = match context.tools.as_deref() {
         Some(tools) if !tools.is_empty() => {
@@ -207,6 +207,15 @@ fn build_body(
         body.insert("providerOptions".into(), json!({"gateway": gateway}));
     }
     Value::Object(body)
+}
+
+/// A number as JavaScript writes it: `1`, not `1.0`.
+fn js_number(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+        Value::from(x as i64)
+    } else {
+        json!(x)
+    }
 }
 
 /// The level's value for the provider: the model's `thinkingLevelMap` entry, else the level.
@@ -615,5 +624,698 @@ fn mark_text(message: &mut Value, cache: &Value) -> bool {
             _ => false,
         },
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{StopReason, ThinkingContent, ToolCall, ToolResultMessage, UserMessage};
+    use crate::model::{InputModality, api};
+    use std::collections::BTreeMap;
+
+    fn model(provider: &str, url: &str) -> Model {
+        Model::new("gpt-test", api::OPENAI_COMPLETIONS, provider, url)
+            .with_input(vec![InputModality::Text, InputModality::Image])
+    }
+
+    fn openai() -> Model {
+        model("openai", "https://api.openai.com/v1/")
+    }
+
+    fn key() -> StreamOptions {
+        StreamOptions::new().with_api_key("sk-test")
+    }
+
+    fn encode(
+        model: &Model,
+        ctx: &Context,
+        options: &StreamOptions,
+    ) -> (Value, Vec<(String, String)>, String) {
+        let request = build_request(model, ctx, options).unwrap();
+        let (url, headers) = request.parts();
+        (request.body().clone(), headers.to_vec(), url.to_owned())
+    }
+
+    fn body(model: &Model, ctx: &Context, options: &StreamOptions) -> Value {
+        encode(model, ctx, options).0
+    }
+
+    fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+        headers
+            .iter()
+            .rev()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn hi() -> Context {
+        Context::new()
+            .with_system_prompt("Be brief.")
+            .with_message(UserMessage::text("hi"))
+    }
+
+    fn keys(v: &Value) -> Vec<&str> {
+        v.as_object().unwrap().keys().map(String::as_str).collect()
+    }
+
+    fn assistant(content: Vec<AssistantContent>) -> AssistantMessage {
+        AssistantMessage::new(api::OPENAI_COMPLETIONS, "openai", "gpt-test")
+            .with_content(content)
+            .with_stop_reason(StopReason::ToolUse)
+    }
+
+    #[test]
+    fn openai_defaults_url_auth_and_body() {
+        let options = key()
+            .with_session_id("sess-1")
+            .with_max_tokens(1000)
+            .with_temperature(1.0);
+        let (body, headers, url) = encode(&openai(), &hi(), &options);
+        assert_eq!(url, "https://api.openai.com/v1/chat/completions");
+        assert_eq!(header(&headers, "authorization"), Some("Bearer sk-test"));
+        assert_eq!(header(&headers, "accept"), Some("application/json"));
+        assert_eq!(header(&headers, "session_id"), None);
+        assert_eq!(
+            keys(&body),
+            [
+                "model",
+                "messages",
+                "stream",
+                "prompt_cache_key",
+                "stream_options",
+                "store",
+                "max_completion_tokens",
+                "temperature"
+            ]
+        );
+        assert_eq!(body["prompt_cache_key"], "sess-1");
+        assert_eq!(body["temperature"].to_string(), "1");
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
+        );
+        // A reasoning model gets the developer role, unless the server lacks it.
+        let reasoning = openai().with_reasoning(true);
+        assert_eq!(body_of(&reasoning)["messages"][0]["role"], "developer");
+        let xai = model("xai", "https://api.x.ai/v1").with_reasoning(true);
+        assert_eq!(body_of(&xai)["messages"][0]["role"], "system");
+        let xai_body = body_of(&xai);
+        assert!(xai_body.get("store").is_none() && xai_body.get("prompt_cache_key").is_none());
+        let empty = Model::new("gpt-test", api::OPENAI_COMPLETIONS, "custom", "");
+        assert_eq!(
+            encode(&empty, &hi(), &key()).2,
+            DEFAULT_BASE_URL.to_owned() + "/chat/completions"
+        );
+    }
+
+    fn body_of(model: &Model) -> Value {
+        body(model, &hi(), &key().with_session_id("s"))
+    }
+
+    #[test]
+    fn prompt_cache_key_and_retention() {
+        let local = model("vllm", "http://localhost:8000/v1");
+        let opts = key().with_session_id("s");
+        assert!(body(&local, &hi(), &opts).get("prompt_cache_key").is_none());
+        let long = opts.clone().with_cache_retention(CacheRetention::Long);
+        let b = body(&local, &hi(), &long);
+        assert_eq!(
+            (&b["prompt_cache_key"], &b["prompt_cache_retention"]),
+            (&json!("s"), &json!("24h"))
+        );
+        let none = opts.clone().with_cache_retention(CacheRetention::None);
+        let b = body(&openai(), &hi(), &none);
+        assert!(b.get("prompt_cache_key").is_none() && b.get("prompt_cache_retention").is_none());
+        // Cloudflare has no long retention: no key, no retention.
+        let workers = model(
+            "custom",
+            "https://api.cloudflare.com/client/v4/accounts/a/ai/v1",
+        );
+        let b = body(&workers, &hi(), &long);
+        assert!(b.get("prompt_cache_key").is_none() && b.get("prompt_cache_retention").is_none());
+        // Without a session id there is no key.
+        assert!(
+            body(&openai(), &hi(), &key())
+                .get("prompt_cache_key")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn token_limit_field_and_usage_option() {
+        let moonshot = model("moonshotai", "https://api.moonshot.ai/v1");
+        let b = body(&moonshot, &hi(), &key().with_max_tokens(5));
+        assert_eq!(b["max_tokens"], 5);
+        assert!(b.get("max_completion_tokens").is_none());
+        let quiet = openai().with_compat(json!({"supportsUsageInStreaming": false}));
+        let b = body(&quiet, &hi(), &key().with_max_tokens(0));
+        assert!(b.get("stream_options").is_none() && b.get("max_completion_tokens").is_none());
+    }
+
+    fn with_effort(effort: Option<&str>) -> StreamOptions {
+        match effort {
+            Some(e) => key().with_extra("reasoningEffort", e.into()),
+            None => key(),
+        }
+    }
+
+    fn reasoning_fields(model: &Model, effort: Option<&str>) -> Value {
+        let b = body(model, &hi(), &with_effort(effort));
+        let mut out = Map::new();
+        for k in [
+            "reasoning_effort",
+            "reasoning",
+            "thinking",
+            "enable_thinking",
+            "chat_template_kwargs",
+        ] {
+            if let Some(v) = b.get(k) {
+                out.insert(k.into(), v.clone());
+            }
+        }
+        Value::Object(out)
+    }
+
+    fn format(name: &str) -> Model {
+        openai()
+            .with_reasoning(true)
+            .with_compat(json!({"thinkingFormat": name}))
+    }
+
+    #[test]
+    fn reasoning_per_thinking_format() {
+        let mut map = BTreeMap::new();
+        map.insert(ThinkingLevel::High, Some("max".to_owned()));
+        map.insert(ThinkingLevel::Off, Some("minimal".to_owned()));
+        let mut openai_mapped = openai().with_reasoning(true);
+        openai_mapped.thinking_level_map = Some(map.clone());
+        assert_eq!(
+            reasoning_fields(&openai_mapped, Some("high")),
+            json!({"reasoning_effort": "max"})
+        );
+        assert_eq!(
+            reasoning_fields(&openai_mapped, Some("low")),
+            json!({"reasoning_effort": "low"})
+        );
+        assert_eq!(
+            reasoning_fields(&openai_mapped, None),
+            json!({"reasoning_effort": "minimal"})
+        );
+        assert_eq!(
+            reasoning_fields(&openai().with_reasoning(true), None),
+            json!({})
+        );
+        // Not a reasoning model, or no reasoning_effort support: nothing.
+        assert_eq!(reasoning_fields(&openai(), Some("high")), json!({}));
+        let grok = model("xai", "https://api.x.ai/v1").with_reasoning(true);
+        assert_eq!(reasoning_fields(&grok, Some("high")), json!({}));
+
+        for name in ["zai", "qwen"] {
+            assert_eq!(
+                reasoning_fields(&format(name), Some("low")),
+                json!({"enable_thinking": true})
+            );
+            assert_eq!(
+                reasoning_fields(&format(name), None),
+                json!({"enable_thinking": false})
+            );
+        }
+        assert_eq!(
+            reasoning_fields(&format("qwen-chat-template"), Some("low")),
+            json!({"chat_template_kwargs": {"enable_thinking": true, "preserve_thinking": true}})
+        );
+        assert_eq!(
+            reasoning_fields(&format("deepseek"), Some("high")),
+            json!({"thinking": {"type": "enabled"}, "reasoning_effort": "high"})
+        );
+        assert_eq!(
+            reasoning_fields(&format("deepseek"), None),
+            json!({"thinking": {"type": "disabled"}})
+        );
+        assert_eq!(
+            reasoning_fields(&format("openrouter"), Some("medium")),
+            json!({"reasoning": {"effort": "medium"}})
+        );
+        assert_eq!(
+            reasoning_fields(&format("openrouter"), None),
+            json!({"reasoning": {"effort": "none"}})
+        );
+        let mut router = format("openrouter");
+        router.thinking_level_map = Some(map.clone());
+        assert_eq!(
+            reasoning_fields(&router, None),
+            json!({"reasoning": {"effort": "minimal"}})
+        );
+        map.insert(ThinkingLevel::Off, None);
+        router.thinking_level_map = Some(map);
+        assert_eq!(reasoning_fields(&router, None), json!({}));
+
+        let bad = key().with_extra("reasoningEffort", json!(3));
+        let err = build_request(&openai(), &hi(), &bad).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Config);
+    }
+
+    #[test]
+    fn tools_strict_choice_and_history() {
+        let tools = vec![Tool::new("read", "Read a file", json!({"type": "object"}))];
+        let ctx = hi().with_tools(tools.clone());
+        let b = body(
+            &openai(),
+            &ctx,
+            &key().with_extra("toolChoice", json!("required")),
+        );
+        assert_eq!(
+            b["tools"],
+            json!([{"type": "function", "function": {"name": "read", "description": "Read a file",
+                    "parameters": {"type": "object"}, "strict": false}}])
+        );
+        assert_eq!(b["tool_choice"], "required");
+        assert!(b.get("tool_stream").is_none());
+        let zai = model("zai", "https://api.z.ai/api/paas/v4")
+            .with_compat(json!({"zaiToolStream": true}));
+        let b = body(&zai, &ctx, &key());
+        assert_eq!(b["tool_stream"], true);
+        let kimi = model("moonshotai", "https://api.moonshot.ai/v1");
+        assert!(
+            body(&kimi, &ctx, &key())["tools"][0]["function"]
+                .get("strict")
+                .is_none()
+        );
+
+        // Tool calls in the history but no tools: an empty list (and no tool_stream).
+        let history = hi()
+            .with_message(assistant(vec![AssistantContent::tool_call(
+                "c1",
+                "read",
+                json!({"path": "a"}),
+            )]))
+            .with_message(ToolResultMessage::new(
+                "c1",
+                "read",
+                vec![Content::text("A")],
+                false,
+            ));
+        let b = body(&zai, &history, &key());
+        assert_eq!(b["tools"], json!([]));
+        assert!(b.get("tool_stream").is_none());
+        assert!(body(&openai(), &hi(), &key()).get("tools").is_none());
+    }
+
+    #[test]
+    fn assistant_replay_rules() {
+        let mut call = ToolCall::new("c1", "bash", json!({"n": 5.0, "s": "x"}));
+        call.thought_signature =
+            Some(r#"{"type":"reasoning.encrypted","id":"c1","data":"E"}"#.into());
+        let mut bad_sig = ToolCall::new("c2", "ls", json!({}));
+        bad_sig.thought_signature = Some("not json".into());
+        let replay = assistant(vec![
+            AssistantContent::Thinking(
+                ThinkingContent::new("step 1").with_signature("reasoning_content"),
+            ),
+            AssistantContent::Thinking(ThinkingContent::new("step 2")),
+            AssistantContent::text("Hello"),
+            AssistantContent::text("   "),
+            AssistantContent::text(" world"),
+            AssistantContent::ToolCall(call),
+            AssistantContent::ToolCall(bad_sig),
+        ]);
+        let ctx = Context::new()
+            .with_message(UserMessage::text("go"))
+            .with_message(replay.clone())
+            .with_message(ToolResultMessage::new(
+                "c1",
+                "bash",
+                vec![Content::text("ok")],
+                false,
+            ))
+            .with_message(ToolResultMessage::new("c2", "ls", vec![], false));
+        let b = body(&openai(), &ctx, &key());
+        assert_eq!(
+            b["messages"][1],
+            json!({
+                "role": "assistant",
+                "content": "Hello world",
+                "reasoning_content": "step 1\nstep 2",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{\"n\":5,\"s\":\"x\"}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+                ],
+                "reasoning_details": [{"type": "reasoning.encrypted", "id": "c1", "data": "E"}]
+            })
+        );
+        assert_eq!(
+            keys(&b["messages"][1]),
+            [
+                "role",
+                "content",
+                "reasoning_content",
+                "tool_calls",
+                "reasoning_details"
+            ]
+        );
+        // An empty tool result reads "(see attached image)", as pi writes it.
+        assert_eq!(b["messages"][3]["content"], SEE_ATTACHED_IMAGE);
+
+        // Thinking as text: a text part first, then the texts as parts.
+        let as_text = openai().with_compat(json!({"requiresThinkingAsText": true}));
+        let b = body(&as_text, &ctx, &key());
+        assert_eq!(
+            b["messages"][1]["content"],
+            json!([{"type": "text", "text": "step 1\n\nstep 2"}, {"type": "text", "text": "Hello"}, {"type": "text", "text": " world"}])
+        );
+        assert!(b["messages"][1].get("reasoning_content").is_none());
+
+        // DeepSeek wants reasoning_content on every assistant message of a reasoning model.
+        let deepseek = model("deepseek", "https://api.deepseek.com/v1").with_reasoning(true);
+        let plain = Context::new()
+            .with_message(UserMessage::text("go"))
+            .with_message(
+                assistant(vec![AssistantContent::text("done")]).with_stop_reason(StopReason::Stop),
+            );
+        let b = body(&deepseek, &plain, &key());
+        assert_eq!(
+            b["messages"][1],
+            json!({"role": "assistant", "content": "done", "reasoning_content": ""})
+        );
+
+        // Nothing to say and no calls: dropped (an aborted turn with only whitespace).
+        let empty = Context::new()
+            .with_message(UserMessage::text("go"))
+            .with_message(
+                assistant(vec![
+                    AssistantContent::text(" "),
+                    AssistantContent::Thinking(ThinkingContent::new("unsigned")),
+                ])
+                .with_stop_reason(StopReason::Stop),
+            )
+            .with_message(UserMessage::text("again"));
+        let b = body(&openai(), &empty, &key());
+        assert_eq!(
+            b["messages"],
+            json!([{"role": "user", "content": "go"}, {"role": "user", "content": "again"}])
+        );
+    }
+
+    #[test]
+    fn users_images_and_tool_results() {
+        let ctx = Context::new()
+            .with_message(UserMessage::blocks(vec![
+                Content::text("look"),
+                Content::image("AAAA", "image/png"),
+            ]))
+            .with_message(UserMessage::blocks(vec![]))
+            .with_message(assistant(vec![
+                AssistantContent::tool_call("c1", "shot", json!({})),
+                AssistantContent::tool_call("c2", "read", json!({})),
+            ]))
+            .with_message(ToolResultMessage::new(
+                "c1",
+                "shot",
+                vec![Content::image("BBBB", "image/jpeg")],
+                false,
+            ))
+            .with_message(ToolResultMessage::new(
+                "c2",
+                "read",
+                vec![
+                    Content::text("a"),
+                    Content::text("b"),
+                    Content::image("CCCC", "image/gif"),
+                ],
+                true,
+            ))
+            .with_message(UserMessage::text("next"));
+        let named = openai().with_compat(
+            json!({"requiresToolResultName": true, "requiresAssistantAfterToolResult": true}),
+        );
+        let b = body(&named, &ctx, &key());
+        let img = |mime: &str, data: &str| json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}});
+        assert_eq!(
+            b["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "look"}, img("image/png", "AAAA")]},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "shot", "arguments": "{}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+                ]},
+                {"role": "tool", "content": SEE_ATTACHED_IMAGE, "tool_call_id": "c1", "name": "shot"},
+                {"role": "tool", "content": "a\nb", "tool_call_id": "c2", "name": "read"},
+                {"role": "assistant", "content": ASSISTANT_AFTER_TOOL_RESULT},
+                {"role": "user", "content": [{"type": "text", "text": TOOL_IMAGES_INTRO}, img("image/jpeg", "BBBB"), img("image/gif", "CCCC")]},
+                {"role": "user", "content": "next"}
+            ])
+        );
+
+        // Without images the bridge goes between the results and the user message; a text
+        // model gets placeholders instead of images.
+        let text_only = named.clone().with_input(vec![InputModality::Text]);
+        let b = body(&text_only, &ctx, &key());
+        let roles: Vec<&str> = b["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            roles,
+            ["user", "assistant", "tool", "tool", "assistant", "user"]
+        );
+        assert_eq!(
+            b["messages"][2]["content"],
+            crate::providers::transform::TOOL_IMAGE_PLACEHOLDER
+        );
+        assert_eq!(
+            b["messages"][0]["content"][1]["text"],
+            crate::providers::transform::USER_IMAGE_PLACEHOLDER
+        );
+    }
+
+    #[test]
+    fn tool_call_ids_of_other_apis() {
+        let any = AssistantMessage::new("", "", "");
+        let other = model("groq", "https://api.groq.com/openai/v1");
+        assert_eq!(
+            normalize_tool_call_id("call_1|fc_+/=xyz", &other, &any),
+            "call_1"
+        );
+        assert_eq!(normalize_tool_call_id("ca.ll|x", &other, &any), "ca_ll");
+        assert_eq!(
+            normalize_tool_call_id("a😀b|x", &other, &any),
+            "a__b",
+            "one _ per UTF-16 unit"
+        );
+        assert_eq!(
+            normalize_tool_call_id(&format!("{}|x", "c".repeat(50)), &other, &any).len(),
+            40
+        );
+        assert_eq!(
+            normalize_tool_call_id(&"x".repeat(50), &other, &any).len(),
+            50
+        );
+        assert_eq!(
+            normalize_tool_call_id(&"x".repeat(50), &openai(), &any).len(),
+            40
+        );
+        assert_eq!(
+            normalize_tool_call_id(&"é".repeat(50), &openai(), &any)
+                .chars()
+                .count(),
+            40
+        );
+
+        // Through transform_messages: a Responses call id and its result.
+        let foreign = AssistantMessage::new("openai-responses", "openai", "gpt-5")
+            .with_content(vec![AssistantContent::tool_call(
+                "call_9|fc_abc",
+                "read",
+                json!({}),
+            )])
+            .with_stop_reason(StopReason::ToolUse);
+        let ctx = Context::new()
+            .with_message(UserMessage::text("go"))
+            .with_message(foreign)
+            .with_message(ToolResultMessage::new(
+                "call_9|fc_abc",
+                "read",
+                vec![Content::text("ok")],
+                false,
+            ));
+        let b = body(&openai(), &ctx, &key());
+        assert_eq!(b["messages"][1]["tool_calls"][0]["id"], "call_9");
+        assert_eq!(b["messages"][2]["tool_call_id"], "call_9");
+    }
+
+    #[test]
+    fn anthropic_cache_markers_for_openrouter_claude() {
+        let claude = Model::new(
+            "anthropic/claude-sonnet-4.5",
+            api::OPENAI_COMPLETIONS,
+            "openrouter",
+            "https://openrouter.ai/api/v1",
+        );
+        let ctx = hi()
+            .with_message(
+                assistant(vec![AssistantContent::text("reply")]).with_stop_reason(StopReason::Stop),
+            )
+            .with_message(ToolResultMessage::new(
+                "x",
+                "y",
+                vec![Content::text("z")],
+                false,
+            ))
+            .with_tools(vec![
+                Tool::new("a", "A", json!({"type": "object"})),
+                Tool::new("b", "B", json!({"type": "object"})),
+            ]);
+        let b = body(
+            &claude,
+            &ctx,
+            &key().with_cache_retention(CacheRetention::Long),
+        );
+        let mark = json!({"type": "ephemeral", "ttl": "1h"});
+        assert_eq!(
+            b["messages"][0]["content"],
+            json!([{"type": "text", "text": "Be brief.", "cache_control": mark}])
+        );
+        assert_eq!(b["messages"][1]["content"], "hi");
+        // The last user or assistant message with text (tool messages are skipped).
+        assert_eq!(
+            b["messages"][2]["content"],
+            json!([{"type": "text", "text": "reply", "cache_control": mark}])
+        );
+        assert!(b["tools"][0].get("cache_control").is_none());
+        assert_eq!(b["tools"][1]["cache_control"], mark);
+        assert_eq!(b["reasoning"], Value::Null, "not a reasoning model");
+        let b = body(&claude, &ctx, &key());
+        assert_eq!(b["tools"][1]["cache_control"], json!({"type": "ephemeral"}));
+        let b = body(
+            &claude,
+            &ctx,
+            &key().with_cache_retention(CacheRetention::None),
+        );
+        assert!(!b.to_string().contains("cache_control"));
+        // Parts: the last text part is marked.
+        let parts = Context::new().with_message(UserMessage::blocks(vec![
+            Content::text("a"),
+            Content::text("b"),
+            Content::image("I", "image/png"),
+        ]));
+        let b = body(
+            &claude
+                .clone()
+                .with_input(vec![InputModality::Text, InputModality::Image]),
+            &parts,
+            &key(),
+        );
+        assert_eq!(
+            b["messages"][0]["content"][1]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert!(
+            b["messages"][0]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn gateway_routing() {
+        let router = model("openrouter", "https://openrouter.ai/api/v1").with_compat(
+            json!({"openRouterRouting": {"order": ["anthropic"], "allow_fallbacks": false}}),
+        );
+        assert_eq!(
+            body(&router, &hi(), &key())["provider"],
+            json!({"order": ["anthropic"], "allow_fallbacks": false})
+        );
+        let elsewhere = model("openrouter", "https://proxy.example/v1")
+            .with_compat(json!({"openRouterRouting": {"order": ["x"]}}));
+        assert!(body(&elsewhere, &hi(), &key()).get("provider").is_none());
+        let vercel = model("vercel-ai-gateway", "https://ai-gateway.vercel.sh/v1")
+            .with_compat(json!({"vercelGatewayRouting": {"only": ["bedrock"], "order": null}}));
+        assert_eq!(
+            body(&vercel, &hi(), &key())["providerOptions"],
+            json!({"gateway": {"only": ["bedrock"]}})
+        );
+        let unset = model("vercel-ai-gateway", "https://ai-gateway.vercel.sh/v1")
+            .with_compat(json!({"vercelGatewayRouting": {}}));
+        assert!(body(&unset, &hi(), &key()).get("providerOptions").is_none());
+    }
+
+    #[test]
+    fn copilot_cloudflare_and_affinity_headers() {
+        let ctx = hi().with_message(assistant(vec![AssistantContent::text("x")]));
+        let copilot = model("github-copilot", "https://api.githubcopilot.com");
+        let (_, headers, url) = encode(&copilot, &ctx, &key());
+        assert_eq!(url, "https://api.githubcopilot.com/chat/completions");
+        assert_eq!(header(&headers, "X-Initiator"), Some("agent"));
+        assert_eq!(
+            header(&headers, "Openai-Intent"),
+            Some("conversation-edits")
+        );
+        assert_eq!(header(&headers, "authorization"), Some("Bearer sk-test"));
+
+        let gateway = model(
+            "cloudflare-ai-gateway",
+            "https://gateway.ai.cloudflare.com/v1/{PI_TEST_UNSET_CF_ACCOUNT_7}/g/compat",
+        );
+        let err = build_request(&gateway, &hi(), &key()).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "PI_TEST_UNSET_CF_ACCOUNT_7 is required for provider cloudflare-ai-gateway but is not set."
+        );
+        let gateway = model(
+            "cloudflare-ai-gateway",
+            "https://gateway.ai.cloudflare.com/v1/acct/g/compat",
+        );
+        let (b, headers, _) = encode(&gateway, &hi(), &key());
+        assert_eq!(
+            header(&headers, "cf-aig-authorization"),
+            Some("Bearer sk-test")
+        );
+        assert_eq!(header(&headers, "authorization"), None);
+        assert_eq!(b["max_tokens"], Value::Null);
+
+        let sticky = model("custom", "https://llm.example/v1")
+            .with_compat(json!({"sendSessionAffinityHeaders": true}));
+        let (_, headers, _) = encode(&sticky, &hi(), &key().with_session_id("sess-9"));
+        for name in ["session_id", "x-client-request-id", "x-session-affinity"] {
+            assert_eq!(header(&headers, name), Some("sess-9"), "{name}");
+        }
+        let (_, headers, _) = encode(
+            &sticky,
+            &hi(),
+            &key()
+                .with_session_id("sess-9")
+                .with_cache_retention(CacheRetention::None),
+        );
+        assert_eq!(header(&headers, "session_id"), None);
+    }
+
+    #[test]
+    fn missing_key() {
+        let model = Model::new(
+            "m",
+            api::OPENAI_COMPLETIONS,
+            "pi-test-no-such-provider",
+            "http://127.0.0.1:9/v1",
+        );
+        match std::env::var("OPENAI_API_KEY") {
+            Ok(k) if !k.is_empty() => {
+                let (_, headers, _) = encode(&model, &hi(), &StreamOptions::new());
+                assert_eq!(
+                    header(&headers, "authorization"),
+                    Some(format!("Bearer {k}").as_str())
+                );
+            }
+            _ => {
+                let err = build_request(&model, &hi(), &StreamOptions::new()).unwrap_err();
+                assert!(err.is_auth());
+                assert!(
+                    err.message().starts_with("OpenAI API key is required"),
+                    "{err:?}"
+                );
+            }
+        }
     }
 }
