@@ -329,10 +329,9 @@ mod tests {
         OpenAiCompletionsCompat::detect(&Model::new("m", "openai-completions", provider, url))
     }
 
-    /// The fields that differ between families, as one comparable tuple.
-    fn shape(
-        c: &OpenAiCompletionsCompat,
-    ) -> (
+    /// The fields that differ between families: store, developer role, reasoning effort,
+    /// token field, reasoning_content on replay, thinking format, strict mode, long cache.
+    type Shape = (
         bool,
         bool,
         bool,
@@ -341,7 +340,9 @@ mod tests {
         &'static str,
         bool,
         bool,
-    ) {
+    );
+
+    fn shape(c: &OpenAiCompletionsCompat) -> Shape {
         (
             c.supports_store,
             c.supports_developer_role,
@@ -376,7 +377,7 @@ mod tests {
             true,
             true,
         );
-        let cases: &[(&str, &str, (bool, bool, bool, &str, bool, &str, bool, bool))] = &[
+        let cases: &[(&str, &str, Shape)] = &[
             ("openai", "https://api.openai.com/v1", standard),
             ("groq", "https://api.groq.com/openai/v1", standard),
             ("mistral", "https://api.mistral.ai/v1", standard),

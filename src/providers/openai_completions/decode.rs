@@ -797,7 +797,7 @@ impl Decoder for CompletionsDecoder {
                 };
                 match parsed {
                     Some(chunk) => {
-                        if chunk.error.is_some_and(|e| is_truthy_raw(e)) {
+                        if chunk.error.is_some_and(is_truthy_raw) {
                             return Err(stream_event_error(repaired.as_bytes()));
                         }
                         self.handle(chunk, out);
