@@ -16,6 +16,13 @@ pub(crate) fn to_string_pretty(value: &Value) -> String {
     out
 }
 
+/// `JSON.stringify(value)`: compact, with JavaScript's numbers and key order.
+pub(crate) fn to_string(value: &Value) -> String {
+    let mut out = String::new();
+    write_compact(&mut out, value);
+    out
+}
+
 /// `String(number)`: how JavaScript writes a double.
 pub(crate) fn number_to_string(x: f64) -> String {
     if x == 0.0 {
@@ -108,6 +115,34 @@ fn write_value(out: &mut String, value: &Value, indent: usize) {
     }
 }
 
+fn write_compact(out: &mut String, value: &Value) {
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_compact(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in js_key_order(map).into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, key);
+                out.push(':');
+                write_compact(out, item);
+            }
+            out.push('}');
+        }
+        scalar => write_value(out, scalar, 0),
+    }
+}
+
 fn newline(out: &mut String, indent: usize) {
     out.push('\n');
     out.extend(std::iter::repeat_n(' ', indent * 2));
@@ -188,5 +223,15 @@ mod tests {
             "{\n  \"2\": true,\n  \"10\": 1,\n  \"b\": [\n    1,\n    [],\n    {},\n    {\n      \"c\": null\n    }\n  ],\n  \"a\": \"q\\\"\\\\\\n\\u0001é\",\n  \"01\": 0\n}"
         );
         assert_eq!(to_string_pretty(&json!({})), "{}");
+    }
+
+    #[test]
+    fn compact_like_json_stringify() {
+        let v =
+            json!({"b": [1.0, [], {}, {"c": null}], "a": "q\"\\\n\u{1}é", "2": true, "x": 1e21});
+        assert_eq!(
+            to_string(&v),
+            r#"{"2":true,"b":[1,[],{},{"c":null}],"a":"q\"\\\n\u0001é","x":1e+21}"#
+        );
     }
 }

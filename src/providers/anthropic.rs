@@ -50,7 +50,8 @@ use crate::model::{Model, ModelCost, api};
 use crate::options::{CacheRetention, StreamOptions};
 use crate::providers::ApiProvider;
 use crate::providers::http::{
-    Decoder, Emit, HttpRequest, repair_json, stream_event_error, stream_http,
+    Decoder, Emit, HttpRequest, copilot_headers, repair_json, resolve_env_placeholders,
+    stream_event_error, stream_http,
 };
 use crate::providers::sse::SseEvent;
 use crate::providers::transform::transform_messages;
@@ -276,66 +277,11 @@ fn build_request(
         request = request.header("anthropic-beta", betas.join(","));
     }
     if copilot {
-        // GitHub Copilot's routing headers (pi's buildCopilotDynamicHeaders).
-        let initiator = match context.messages.last() {
-            Some(m) if m.role() != "user" => "agent",
-            _ => "user",
-        };
-        request = request
-            .header("X-Initiator", initiator)
-            .header("Openai-Intent", "conversation-edits");
-        if has_vision_input(&context.messages) {
-            request = request.header("Copilot-Vision-Request", "true");
+        for (name, value) in copilot_headers(&context.messages) {
+            request = request.header(name, value);
         }
     }
     Ok((request, oauth))
-}
-
-fn has_vision_input(messages: &[Message]) -> bool {
-    messages.iter().any(|m| match m {
-        Message::User(u) => {
-            matches!(&u.content, UserContent::Blocks(b) if b.iter().any(|c| matches!(c, Content::Image(_))))
-        }
-        Message::ToolResult(r) => r.content.iter().any(|c| matches!(c, Content::Image(_))),
-        _ => false,
-    })
-}
-
-/// Substitutes `{VAR}` placeholders of a Cloudflare base URL from the environment.
-fn resolve_env_placeholders(model: &Model) -> Result<String, Error> {
-    let mut out = String::new();
-    let mut rest = model.base_url.as_str();
-    while let Some(open) = rest.find('{') {
-        let Some(close) = rest[open..].find('}') else {
-            break;
-        };
-        let name = &rest[open + 1..open + close];
-        let valid = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-        out.push_str(&rest[..open]);
-        if valid {
-            let value = std::env::var(name)
-                .ok()
-                .filter(|v| !v.is_empty())
-                .ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::Config,
-                        format!(
-                            "{name} is required for provider {} but is not set.",
-                            model.provider
-                        ),
-                    )
-                })?;
-            out.push_str(&value);
-        } else {
-            out.push_str(&rest[open..=open + close]);
-        }
-        rest = &rest[open + close + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 fn build_body(

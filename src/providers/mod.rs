@@ -21,9 +21,15 @@ use crate::options::StreamOptions;
 
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
+#[cfg(feature = "openai")]
+pub mod azure_openai_responses;
 pub mod faux;
 #[cfg(feature = "http")]
 pub(crate) mod http;
+#[cfg(feature = "openai")]
+pub mod openai_responses;
+#[cfg(feature = "openai")]
+mod openai_responses_shared;
 pub mod sse;
 pub mod transform;
 
@@ -224,6 +230,10 @@ fn builtin_providers() -> Vec<Arc<dyn ApiProvider>> {
     vec![
         #[cfg(feature = "anthropic")]
         Arc::new(anthropic::AnthropicProvider::new()),
+        #[cfg(feature = "openai")]
+        Arc::new(openai_responses::OpenAIResponsesProvider::new()),
+        #[cfg(feature = "openai")]
+        Arc::new(azure_openai_responses::AzureOpenAIResponsesProvider::new()),
     ]
 }
 

@@ -44,10 +44,12 @@
 
 mod driver;
 mod json_repair;
+mod quirks;
 mod status;
 mod transport;
 
 pub(crate) use driver::{Decoder, Emit, stream_http};
 pub(crate) use json_repair::repair_json;
+pub(crate) use quirks::{copilot_headers, is_cloudflare, resolve_env_placeholders};
 pub(crate) use status::stream_event_error;
 pub(crate) use transport::HttpRequest;
