@@ -10,6 +10,9 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+pub mod pi_fixtures;
+pub mod responses;
+
 /// One step of a scripted reply.
 #[derive(Debug, Clone)]
 pub enum Step {
