@@ -14,11 +14,11 @@ use futures::StreamExt;
 use pi_engine::providers::azure_openai_responses::AzureOpenAIResponsesProvider;
 use pi_engine::providers::openai_responses::OpenAIResponsesProvider;
 use pi_engine::{
-    ApiProvider, AssistantMessage, AssistantMessageEvent, Context, ErrorKind, Message, Model,
-    ModelCost, RetryPolicy, StopReason, StreamOptions, UserMessage,
+    ApiProvider, AssistantMessage, AssistantMessageEvent, Context, ErrorKind, Model, ModelCost,
+    RetryPolicy, StopReason, StreamOptions, UserMessage,
 };
 use serde_json::{Value, json};
-use support::responses::{responses_sse, responses_text_reply};
+use support::responses::{comparable_lines, comparable_run, responses_sse, responses_text_reply};
 use support::{MockServer, Reply};
 
 const PI_EXTRA: &str = "tests/fixtures/openai-responses/pi-extra";
@@ -107,27 +107,6 @@ fn kinds(events: &[AssistantMessageEvent]) -> Vec<String> {
         .collect()
 }
 
-/// An event or final message as the conformance runner compares it: no timestamp, only
-/// whether there is an error message (each SDK words it its own way), and without the `id`
-/// and `toolName` that our `toolcall_start` carries beyond pi's.
-fn comparable(mut value: Value) -> Value {
-    for key in ["message", "error"] {
-        if let Some(message) = value.get_mut(key).and_then(Value::as_object_mut) {
-            message.remove("timestamp");
-            if let Some(text) = message.get_mut("errorMessage") {
-                *text = Value::Bool(true);
-            }
-        }
-    }
-    if value["type"] == "toolcall_start"
-        && let Some(event) = value.as_object_mut()
-    {
-        event.remove("id");
-        event.remove("toolName");
-    }
-    value
-}
-
 #[tokio::test]
 async fn pi_extra_streams_match_pi() {
     let mut cases: Vec<String> = std::fs::read_dir(PI_EXTRA)
@@ -144,21 +123,9 @@ async fn pi_extra_streams_match_pi() {
     )
     .unwrap();
     for case in &cases {
-        let golden: Vec<Value> =
-            std::fs::read_to_string(format!("{PI_EXTRA}/{case}.pi-ai-events.jsonl"))
-                .unwrap()
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(|l| comparable(serde_json::from_str(l).unwrap()))
-                .collect();
+        let golden = comparable_lines(&format!("{PI_EXTRA}/{case}.pi-ai-events.jsonl"));
         let (events, message) = replay(case).await;
-        let mut ours: Vec<Value> = events
-            .iter()
-            .map(|e| comparable(serde_json::to_value(e).unwrap()))
-            .collect();
-        ours.push(comparable(
-            json!({"type": "__final_message__", "message": Message::from(message)}),
-        ));
+        let ours = comparable_run(&events, message);
         match DEVIATIONS.iter().find(|(c, _)| c == case) {
             None => assert_eq!(ours, golden, "{case}: ours differs from pi"),
             Some((_, key)) => {

@@ -205,7 +205,7 @@ fn build_request(
     body.insert("model".into(), deployment_name(model, options, env)?.into());
     body.insert(
         "input".into(),
-        Value::Array(convert_messages(model, context, TOOL_CALL_PROVIDERS)?),
+        Value::Array(convert_messages(model, context, TOOL_CALL_PROVIDERS, true)?),
     );
     body.insert("stream".into(), true.into());
     if let Some(id) = &options.session_id {
@@ -218,7 +218,10 @@ fn build_request(
         body.insert("temperature".into(), t.into());
     }
     if let Some(tools) = context.tools.as_ref().filter(|t| !t.is_empty()) {
-        body.insert("tools".into(), Value::Array(convert_tools(tools)));
+        body.insert(
+            "tools".into(),
+            Value::Array(convert_tools(tools, &Value::Bool(false))),
+        );
     }
     insert_reasoning(&mut body, model, &reasoning, true);
 

@@ -27,6 +27,8 @@ pub mod faux;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 #[cfg(feature = "openai")]
+pub mod openai_codex_responses;
+#[cfg(feature = "openai")]
 pub mod openai_responses;
 #[cfg(feature = "openai")]
 mod openai_responses_shared;
@@ -234,6 +236,8 @@ fn builtin_providers() -> Vec<Arc<dyn ApiProvider>> {
         Arc::new(openai_responses::OpenAIResponsesProvider::new()),
         #[cfg(feature = "openai")]
         Arc::new(azure_openai_responses::AzureOpenAIResponsesProvider::new()),
+        #[cfg(feature = "openai")]
+        Arc::new(openai_codex_responses::OpenAICodexResponsesProvider::new()),
     ]
 }
 

@@ -1,7 +1,34 @@
 //! OpenAI Responses (`openai-responses`, `POST {baseUrl}/responses`), as pi-ai 0.73.1 speaks
-//! it: the same request bodies and headers, the same events from the same bytes. How a
-//! conversation is replayed and how the stream is read is described in
-//! [`openai_responses_shared`](super::openai_responses_shared) terms below.
+//! it: the same request bodies and headers, the same events from the same bytes.
+//!
+//! # Replay
+//!
+//! * The system prompt is a `developer` message for reasoning models, else `system`.
+//! * User text is `input_text`, images `input_image` with `detail: "auto"` (a data URL).
+//! * An assistant message becomes items: each thinking block is the reasoning item its
+//!   `thinkingSignature` holds, sent back verbatim; each text block a `message` item whose
+//!   id comes from its `textSignature` (`{"v":1,"id":…,"phase"?}` or a bare id; `msg_<n>`
+//!   without one, `msg_<hash>` when longer than 64 characters); each tool call a
+//!   `function_call` whose id is `"<call_id>|<item id>"`. A call made by another model of
+//!   the same provider goes without its `fc_` item id (OpenAI pairs those with reasoning
+//!   items it no longer has). Thinking of another model is replayed as text.
+//! * A tool result is a `function_call_output`; with images (for vision models) its output
+//!   is a list of `input_text` and `input_image` parts.
+//! * Tool calls of another provider get ids this api accepts: the call id sanitized to
+//!   `[A-Za-z0-9_-]` (64 at most), the item id replaced by `fc_<hash>`.
+//!
+//! # Stream
+//!
+//! Reasoning items become thinking blocks (from `reasoning_summary_text` or `reasoning_text`
+//! deltas; the final text is the summary, its parts joined by a blank line) whose
+//! `thinkingSignature` is the whole item as JSON; message items become text blocks
+//! (`output_text` and `refusal` deltas) whose `textSignature` is `{"v":1,"id":…,"phase"?}`;
+//! `function_call` items become tool calls. Server-side tools (web search, file search, code
+//! interpreter, custom tools, local shell, apply_patch, …) are not part of pi's message model
+//! and are skipped, as are event types this decoder does not know. Usage (cached tokens
+//! apart), the stop reason (`incomplete` is `length`) and the response id come from
+//! `response.completed` (or `response.incomplete`); `response.failed` and `error` events end
+//! the stream with an error, and so does a stream that ends before its final event.
 //!
 //! Provider options are read from [`StreamOptions::extra`] by pi's names:
 //!
@@ -144,7 +171,7 @@ fn build_request(
     body.insert("model".into(), model.id.clone().into());
     body.insert(
         "input".into(),
-        Value::Array(convert_messages(model, context, TOOL_CALL_PROVIDERS)?),
+        Value::Array(convert_messages(model, context, TOOL_CALL_PROVIDERS, true)?),
     );
     body.insert("stream".into(), true.into());
     if let Some(id) = session_id {
@@ -164,7 +191,10 @@ fn build_request(
         body.insert("service_tier".into(), tier.into());
     }
     if let Some(tools) = context.tools.as_ref().filter(|t| !t.is_empty()) {
-        body.insert("tools".into(), Value::Array(convert_tools(tools)));
+        body.insert(
+            "tools".into(),
+            Value::Array(convert_tools(tools, &Value::Bool(false))),
+        );
     }
     let copilot = model.provider == "github-copilot";
     insert_reasoning(&mut body, model, &reasoning, !copilot);

@@ -3,32 +3,7 @@
 //! `reasoning` parameters, the tool-call id rule, and the decoder of the Responses SSE
 //! events.
 //!
-//! # Replay
-//!
-//! * The system prompt is a `developer` message for reasoning models, else `system`.
-//! * User text is `input_text`, images `input_image` with `detail: "auto"` (a data URL).
-//! * An assistant message becomes items: each thinking block is the reasoning item its
-//!   `thinkingSignature` holds, sent back verbatim; each text block a `message` item whose
-//!   id comes from its `textSignature` (`{"v":1,"id":…,"phase"?}` or a bare id; `msg_<n>`
-//!   without one, `msg_<hash>` when longer than 64 characters); each tool call a
-//!   `function_call` whose id is `"<call_id>|<item id>"`. A call made by another model of
-//!   the same provider goes without its `fc_` item id (OpenAI pairs those with reasoning
-//!   items it no longer has).
-//! * A tool result is a `function_call_output`; with images (for vision models) its output
-//!   is a list of `input_text` and `input_image` parts.
-//! * Tool calls of another provider get ids this api accepts: the call id sanitized to
-//!   `[A-Za-z0-9_-]` (64 at most), the item id replaced by `fc_<hash>`.
-//!
-//! # Stream
-//!
-//! Reasoning items become thinking blocks (from `reasoning_summary_text` or
-//! `reasoning_text` deltas; the final text is the summary, parts joined with a blank line)
-//! whose `thinkingSignature` is the whole item as JSON; message items become text blocks
-//! (`output_text` and `refusal` deltas) with a `textSignature`; `function_call` items become
-//! tool calls. Server-side tools (web search, file search, code interpreter, custom tools,
-//! local shell, apply_patch, …) are not part of pi's message model and are skipped, as are
-//! event types this decoder does not know. Usage, the stop reason and the response id come
-//! from `response.completed`.
+//! The behaviour is described in [`openai_responses`](super::openai_responses).
 
 use std::borrow::Cow;
 
@@ -275,19 +250,26 @@ fn image_part(data: &str, mime_type: &str) -> Value {
 }
 
 /// The `input` items for `context` (pi's `convertResponsesMessages`). `allowed` is the id
-/// rule's list of providers (see [`normalize_tool_call_id`]). Fails only on a thinking block
-/// of this model whose signature is not a reasoning item in JSON (pi fails the same way).
+/// rule's list of providers (see [`normalize_tool_call_id`]); the system prompt is the first
+/// item when `include_system_prompt` (Codex sends it as `instructions` instead). Fails only
+/// on a thinking block of this model whose signature is not a reasoning item in JSON (pi
+/// fails the same way).
 pub(crate) fn convert_messages(
     model: &Model,
     context: &Context,
     allowed: &[&str],
+    include_system_prompt: bool,
 ) -> Result<Vec<Value>, Error> {
     let normalize = |id: &str, target: &Model, source: &AssistantMessage| {
         normalize_tool_call_id(id, target, source, allowed)
     };
     let transformed = transform_messages(&context.messages, model, Some(&normalize));
     let mut items = Vec::with_capacity(transformed.len() + 1);
-    if let Some(prompt) = context.system_prompt.as_deref().filter(|p| !p.is_empty()) {
+    if let Some(prompt) = context
+        .system_prompt
+        .as_deref()
+        .filter(|p| include_system_prompt && !p.is_empty())
+    {
         let role = if model.reasoning {
             "developer"
         } else {
@@ -424,8 +406,8 @@ pub(crate) fn convert_messages(
     Ok(items)
 }
 
-/// The `tools` parameter: function tools with `strict: false`.
-pub(crate) fn convert_tools(tools: &[Tool]) -> Vec<Value> {
+/// The `tools` parameter: function tools with the given `strict` (`false`; Codex: `null`).
+pub(crate) fn convert_tools(tools: &[Tool], strict: &Value) -> Vec<Value> {
     tools
         .iter()
         .map(|tool| {
@@ -434,7 +416,7 @@ pub(crate) fn convert_tools(tools: &[Tool]) -> Vec<Value> {
                 "name": tool.name,
                 "description": tool.description,
                 "parameters": tool.parameters,
-                "strict": false,
+                "strict": strict,
             })
         })
         .collect()
@@ -613,6 +595,20 @@ pub(crate) enum TierPricing {
     /// OpenAI: `flex` ×0.5, `priority` ×2 (×2.5 for gpt-5.5), from the response's tier, else
     /// the requested one.
     OpenAi { requested: Option<String> },
+    /// Codex: as OpenAI, but a requested `flex` or `priority` wins over a reported `default`.
+    Codex { requested: Option<String> },
+}
+
+/// Whose reading of the event stream a decoder follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// pi through the OpenAI SDK: an event with an `error` member fails the stream, `[DONE]`
+    /// ends it, `error` events read `Error Code <code>: <message>`.
+    Sdk,
+    /// pi's own Codex reader: `error` events read `Codex error: <message>`, a failed response
+    /// `<message>`, and the stream is over at its first `response.completed`,
+    /// `response.done` or `response.incomplete` (statuses pi does not know read as none).
+    Codex,
 }
 
 /// Decodes the Responses SSE events (pi's `processResponsesStream`).
@@ -621,13 +617,14 @@ pub(crate) struct ResponsesDecoder {
     /// The model id and prices, for the cost.
     prices: Model,
     pricing: TierPricing,
+    dialect: Dialect,
     response_id: Option<String>,
     usage: Usage,
     response_tier: Option<String>,
     stop_reason: StopReason,
     /// `response.completed` (or `response.incomplete`) arrived.
     completed: bool,
-    /// `[DONE]` arrived: the rest is ignored.
+    /// The stream is over for pi (`[DONE]`, or Codex's final event): the rest is ignored.
     done_marker: bool,
     blocks: usize,
     current: Current,
@@ -697,9 +694,14 @@ fn parse<'a, T: Deserialize<'a>>(raw: &'a RawValue, what: &str) -> Result<T, Err
 
 impl ResponsesDecoder {
     pub(crate) fn new(model: &Model, pricing: TierPricing) -> Self {
+        let dialect = match pricing {
+            TierPricing::Codex { .. } => Dialect::Codex,
+            _ => Dialect::Sdk,
+        };
         ResponsesDecoder {
             prices: Model::new(model.id.clone(), "", "", "").with_cost(model.cost),
             pricing,
+            dialect,
             response_id: None,
             usage: Usage::new(0, 0, 0, 0),
             response_tier: None,
@@ -718,7 +720,12 @@ impl ResponsesDecoder {
         index
     }
 
-    fn handle(&mut self, event: WireEvent<'_>, out: &mut Emit<'_>) -> Result<(), Error> {
+    fn handle(
+        &mut self,
+        event: WireEvent<'_>,
+        data: &[u8],
+        out: &mut Emit<'_>,
+    ) -> Result<(), Error> {
         let Some(kind) = event.kind.as_deref() else {
             return Ok(());
         };
@@ -887,12 +894,29 @@ impl ResponsesDecoder {
             // pi reads only `response.completed`; a response cut by `max_output_tokens`
             // ends with `response.incomplete` instead, which carries the same usage and the
             // status `incomplete` (stop reason `length`).
-            "response.completed" | "response.incomplete" => {
-                let response: WireResponse = match event.response {
+            "response.completed" | "response.incomplete" | "response.done"
+                if kind != "response.done" || self.dialect == Dialect::Codex =>
+            {
+                let mut response: WireResponse = match event.response {
                     Some(raw) => parse(raw, "response")?,
                     None => WireResponse::default(),
                 };
                 self.completed = true;
+                if self.dialect == Dialect::Codex {
+                    // Nothing after the final event is read.
+                    self.done_marker = true;
+                    response.status = response.status.filter(|s| {
+                        matches!(
+                            s.as_str(),
+                            "completed"
+                                | "incomplete"
+                                | "failed"
+                                | "cancelled"
+                                | "queued"
+                                | "in_progress"
+                        )
+                    });
+                }
                 if response.id.as_deref().is_some_and(|id| !id.is_empty()) {
                     self.response_id = response.id;
                 }
@@ -908,9 +932,9 @@ impl ResponsesDecoder {
                     self.usage = usage;
                 }
                 self.response_tier = response.service_tier;
-                let status = match (kind, response.status.as_deref()) {
-                    ("response.incomplete", None) => Some("incomplete"),
-                    (_, status) => status,
+                let status = match (kind, response.status.as_deref(), self.dialect) {
+                    ("response.incomplete", None, Dialect::Sdk) => Some("incomplete"),
+                    (_, status, _) => status,
                 };
                 self.stop_reason = map_status(status)?;
                 if self.stop_reason == StopReason::Stop
@@ -928,36 +952,59 @@ impl ResponsesDecoder {
                     Some(raw) => parse(raw, "response")?,
                     None => WireResponse::default(),
                 };
-                let message = match (response.error, response.incomplete_details) {
-                    (Some(error), _) => format!(
-                        "{}: {}",
-                        error
-                            .code
-                            .filter(|c| !c.is_empty())
-                            .as_deref()
-                            .unwrap_or("unknown"),
-                        error
-                            .message
-                            .filter(|m| !m.is_empty())
-                            .as_deref()
-                            .unwrap_or("no message")
-                    ),
-                    (
-                        None,
-                        Some(WireIncomplete {
-                            reason: Some(reason),
-                        }),
-                    ) if !reason.is_empty() => format!("incomplete: {reason}"),
-                    _ => "Unknown error (no error details in response)".to_owned(),
+                let message = match self.dialect {
+                    Dialect::Codex => response
+                        .error
+                        .and_then(|e| e.message)
+                        .filter(|m| !m.is_empty())
+                        .unwrap_or_else(|| "Codex response failed".to_owned()),
+                    Dialect::Sdk => match (response.error, response.incomplete_details) {
+                        (Some(error), _) => format!(
+                            "{}: {}",
+                            error
+                                .code
+                                .filter(|c| !c.is_empty())
+                                .as_deref()
+                                .unwrap_or("unknown"),
+                            error
+                                .message
+                                .filter(|m| !m.is_empty())
+                                .as_deref()
+                                .unwrap_or("no message")
+                        ),
+                        (
+                            None,
+                            Some(WireIncomplete {
+                                reason: Some(reason),
+                            }),
+                        ) if !reason.is_empty() => format!("incomplete: {reason}"),
+                        _ => "Unknown error (no error details in response)".to_owned(),
+                    },
                 };
                 return Err(Error::from_message(message));
             }
             "error" => {
-                return Err(Error::from_message(format!(
-                    "Error Code {}: {}",
-                    template_text(event.code),
-                    template_text(event.message)
-                )));
+                let message = match self.dialect {
+                    Dialect::Sdk => format!(
+                        "Error Code {}: {}",
+                        template_text(event.code),
+                        template_text(event.message)
+                    ),
+                    Dialect::Codex => {
+                        let truthy_text = |raw: Option<&RawValue>| {
+                            raw.filter(|r| truthy(r)).map(|r| template_text(Some(r)))
+                        };
+                        let what = truthy_text(event.message)
+                            .or_else(|| truthy_text(event.code))
+                            .unwrap_or_else(|| {
+                                serde_json::from_slice::<Value>(data)
+                                    .map(|v| js::to_string(&v))
+                                    .unwrap_or_default()
+                            });
+                        format!("Codex error: {what}")
+                    }
+                };
+                return Err(Error::from_message(message));
             }
             _ => {} // server tools' progress events, annotations, and types added later
         }
@@ -1177,27 +1224,42 @@ impl Decoder for ResponsesDecoder {
             return Ok(());
         }
         let data = sse.data();
-        if data.starts_with(b"[DONE]") {
-            self.done_marker = true;
-            return Ok(());
+        match self.dialect {
+            Dialect::Sdk => {
+                if data.starts_with(b"[DONE]") {
+                    self.done_marker = true;
+                    return Ok(());
+                }
+                // The SDK hands Assistants `thread.*` events on without a `type`: pi skips
+                // them.
+                if sse.event_bytes().starts_with(b"thread.") {
+                    return Ok(());
+                }
+            }
+            Dialect::Codex => {
+                if data.trim_ascii() == b"[DONE]" {
+                    return Ok(());
+                }
+            }
         }
-        // The SDK hands Assistants `thread.*` events on without a `type`: pi skips them.
-        if sse.event_bytes().starts_with(b"thread.") || data.trim_ascii().is_empty() {
+        if data.trim_ascii().is_empty() {
             return Ok(());
         }
         let event: WireEvent<'_> = serde_json::from_slice(data).map_err(|e| {
             let text = String::from_utf8_lossy(data);
-            invalid(format!(
-                "Could not parse OpenAI Responses SSE event {}: {e}; data={}",
-                sse.event(),
-                clip(&text, 300)
-            ))
+            let what = match self.dialect {
+                Dialect::Sdk => {
+                    format!("Could not parse OpenAI Responses SSE event {}", sse.event())
+                }
+                Dialect::Codex => "Invalid Codex SSE JSON".to_owned(),
+            };
+            invalid(format!("{what}: {e}; data={}", clip(&text, 300)))
         })?;
         // The SDK throws on any event with an `error` member.
-        if event.error.is_some_and(truthy) {
+        if self.dialect == Dialect::Sdk && event.error.is_some_and(truthy) {
             return Err(stream_event_error(data));
         }
-        self.handle(event, out)
+        self.handle(event, data, out)
     }
 
     fn on_end(&mut self, _out: &mut Emit<'_>) -> Result<(), Error> {
@@ -1231,8 +1293,16 @@ impl Decoder for ResponsesDecoder {
         let mut usage = self.usage.clone();
         if self.completed {
             crate::calculate_cost(&self.prices, &mut usage);
-            if let TierPricing::OpenAi { requested } = &self.pricing {
-                let tier = self.response_tier.as_deref().or(requested.as_deref());
+            let reported = self.response_tier.as_deref();
+            let tier = match &self.pricing {
+                TierPricing::None => None,
+                TierPricing::OpenAi { requested } => reported.or(requested.as_deref()),
+                TierPricing::Codex { requested } => match (reported, requested.as_deref()) {
+                    (Some("default"), Some(r @ ("flex" | "priority"))) => Some(r),
+                    (reported, requested) => reported.or(requested),
+                },
+            };
+            if tier.is_some() {
                 apply_service_tier_pricing(&mut usage, &self.prices.id, tier);
             }
         }
@@ -1375,7 +1445,7 @@ mod tests {
                 vec![Content::text("ok")],
                 false,
             ));
-        let items = convert_messages(&target, &ctx, OPENAI).unwrap();
+        let items = convert_messages(&target, &ctx, OPENAI, true).unwrap();
         assert_eq!(
             Value::Array(items),
             json!([
@@ -1425,7 +1495,7 @@ mod tests {
                 vec![Content::text("a"), Content::image("AAAA", "image/png")],
                 false,
             ));
-        let items = convert_messages(&target, &ctx, OPENAI).unwrap();
+        let items = convert_messages(&target, &ctx, OPENAI, true).unwrap();
         assert_eq!(
             Value::Array(items),
             json!([
@@ -1454,7 +1524,7 @@ mod tests {
             )],
         );
         let ctx = Context::new().with_message(own);
-        let err = convert_messages(&target, &ctx, OPENAI).unwrap_err();
+        let err = convert_messages(&target, &ctx, OPENAI, true).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Config);
     }
 

@@ -44,3 +44,53 @@ pub fn responses_text_reply(deltas: &[&str], input: u64, cached: u64, output: u6
     let refs: Vec<&str> = events.iter().map(String::as_str).collect();
     responses_sse(&refs)
 }
+
+/// An event or final message (as JSON) the way the conformance runner compares it: no
+/// timestamp, only whether there is an error message (each SDK words it its own way), and
+/// without the `id` and `toolName` that our `toolcall_start` carries beyond pi's.
+pub fn comparable(mut value: serde_json::Value) -> serde_json::Value {
+    for key in ["message", "error"] {
+        if let Some(message) = value
+            .get_mut(key)
+            .and_then(serde_json::Value::as_object_mut)
+        {
+            message.remove("timestamp");
+            if let Some(text) = message.get_mut("errorMessage") {
+                *text = serde_json::Value::Bool(true);
+            }
+        }
+    }
+    if value["type"] == "toolcall_start"
+        && let Some(event) = value.as_object_mut()
+    {
+        event.remove("id");
+        event.remove("toolName");
+    }
+    value
+}
+
+/// A `*.pi-ai-events.jsonl` file, each line through [`comparable`].
+pub fn comparable_lines(path: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| comparable(serde_json::from_str(l).unwrap()))
+        .collect()
+}
+
+/// Our events and final message, each through [`comparable`].
+pub fn comparable_run(
+    events: &[pi_engine::AssistantMessageEvent],
+    message: pi_engine::AssistantMessage,
+) -> Vec<serde_json::Value> {
+    let mut out: Vec<serde_json::Value> = events
+        .iter()
+        .map(|e| comparable(serde_json::to_value(e).unwrap()))
+        .collect();
+    out.push(comparable(serde_json::json!({
+        "type": "__final_message__",
+        "message": pi_engine::Message::from(message),
+    })));
+    out
+}
