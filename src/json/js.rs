@@ -208,4 +208,14 @@ mod tests {
             r#"{"x":5,"y":[1e+21]}"#
         );
     }
+
+    #[test]
+    fn compact_like_json_stringify() {
+        let v =
+            json!({"b": [1.0, [], {}, {"c": null}], "a": "q\"\\\n\u{1}é", "2": true, "x": 1e21});
+        assert_eq!(
+            to_string(&v),
+            r#"{"2":true,"b":[1,[],{},{"c":null}],"a":"q\"\\\n\u0001é","x":1e+21}"#
+        );
+    }
 }

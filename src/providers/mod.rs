@@ -21,11 +21,19 @@ use crate::options::StreamOptions;
 
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
+#[cfg(feature = "openai")]
+pub mod azure_openai_responses;
 pub mod faux;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 #[cfg(feature = "openai")]
+pub mod openai_codex_responses;
+#[cfg(feature = "openai")]
 pub mod openai_completions;
+#[cfg(feature = "openai")]
+pub mod openai_responses;
+#[cfg(feature = "openai")]
+mod openai_responses_shared;
 pub mod sse;
 pub mod transform;
 
@@ -228,6 +236,12 @@ fn builtin_providers() -> Vec<Arc<dyn ApiProvider>> {
         Arc::new(anthropic::AnthropicProvider::new()),
         #[cfg(feature = "openai")]
         Arc::new(openai_completions::OpenAiCompletionsProvider::new()),
+        #[cfg(feature = "openai")]
+        Arc::new(openai_responses::OpenAIResponsesProvider::new()),
+        #[cfg(feature = "openai")]
+        Arc::new(azure_openai_responses::AzureOpenAIResponsesProvider::new()),
+        #[cfg(feature = "openai")]
+        Arc::new(openai_codex_responses::OpenAICodexResponsesProvider::new()),
     ]
 }
 

@@ -92,6 +92,12 @@ pub struct SseDecoder {
     /// A CR has been fed: lines are then split on CR too (most streams use LF only, and a
     /// one-byte search is faster).
     saw_cr: bool,
+    /// `buf[pos..scanned]` holds no line break: the search for the end of a long line resumes
+    /// here when more of it arrives, instead of rescanning it from its start.
+    scanned: usize,
+    /// Bytes searched for line breaks, to test that the work is linear.
+    #[cfg(test)]
+    searched: usize,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -149,11 +155,17 @@ impl SseDecoder {
                 self.after_cr = false;
                 continue;
             }
+            let skip = self.scanned.saturating_sub(self.pos).min(rest.len());
             let found = if self.saw_cr {
-                memchr::memchr2(b'\n', b'\r', rest)
+                memchr::memchr2(b'\n', b'\r', &rest[skip..])
             } else {
-                memchr::memchr(b'\n', rest)
-            };
+                memchr::memchr(b'\n', &rest[skip..])
+            }
+            .map(|i| i + skip);
+            #[cfg(test)]
+            {
+                self.searched += found.map_or(rest.len() - skip, |i| i + 1 - skip);
+            }
             let (line_end, next) = match found {
                 Some(i) => {
                     if rest[i] == b'\r' {
@@ -170,7 +182,10 @@ impl SseDecoder {
                         None
                     };
                 }
-                None => return None,
+                None => {
+                    self.scanned = self.buf.len();
+                    return None;
+                }
             };
             let start = self.pos;
             self.pos = next;
@@ -260,6 +275,7 @@ impl SseDecoder {
             self.data = Field::Owned;
         }
         self.buf.drain(..self.pos);
+        self.scanned = self.scanned.saturating_sub(self.pos);
         self.pos = 0;
     }
 }
@@ -390,6 +406,29 @@ mod tests {
             sse.buf.capacity() < 4 * frame.len(),
             "{}",
             sse.buf.capacity()
+        );
+    }
+
+    #[test]
+    fn a_long_line_fed_in_small_chunks_is_searched_once() {
+        let data = "x".repeat(1 << 20);
+        let input = format!("data: {data}\n\nevent: e\r\ndata: {data}\r\n\r\n");
+        let mut sse = SseDecoder::new();
+        let mut events = 0;
+        for chunk in input.as_bytes().chunks(1024) {
+            sse.feed(chunk);
+            while let Some(ev) = sse.next_event() {
+                assert_eq!(ev.data().len(), data.len());
+                events += 1;
+            }
+        }
+        assert_eq!(events, 2);
+        // Each byte once (plus the few bytes of a line break found at a chunk's start).
+        assert!(
+            sse.searched <= input.len() + 8,
+            "{} > {}",
+            sse.searched,
+            input.len()
         );
     }
 }

@@ -11,6 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 pub mod pi;
+pub mod responses;
 
 /// One step of a scripted reply.
 #[derive(Debug, Clone)]
