@@ -16,6 +16,43 @@ pub(crate) fn to_string_pretty(value: &Value) -> String {
     out
 }
 
+/// `JSON.stringify(value)`: compact, keys in JavaScript's order, numbers as JavaScript
+/// writes them.
+pub(crate) fn to_string(value: &Value) -> String {
+    let mut out = String::new();
+    write_compact(&mut out, value);
+    out
+}
+
+/// Appends `JSON.stringify(value)` to `out`.
+pub(crate) fn write_compact(out: &mut String, value: &Value) {
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_compact(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in js_key_order(map).into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, key);
+                out.push(':');
+                write_compact(out, item);
+            }
+            out.push('}');
+        }
+        scalar => write_value(out, scalar, 0),
+    }
+}
+
 /// `String(number)`: how JavaScript writes a double.
 pub(crate) fn number_to_string(x: f64) -> String {
     if x == 0.0 {
@@ -130,7 +167,8 @@ fn array_index(key: &str) -> Option<u32> {
     (i < u32::MAX && i.to_string() == key).then_some(i)
 }
 
-fn write_string(out: &mut String, s: &str) {
+/// Appends `s` as a JSON string literal, escaped as `JSON.stringify` does.
+pub(crate) fn write_string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -188,5 +226,15 @@ mod tests {
             "{\n  \"2\": true,\n  \"10\": 1,\n  \"b\": [\n    1,\n    [],\n    {},\n    {\n      \"c\": null\n    }\n  ],\n  \"a\": \"q\\\"\\\\\\n\\u0001é\",\n  \"01\": 0\n}"
         );
         assert_eq!(to_string_pretty(&json!({})), "{}");
+    }
+
+    #[test]
+    fn compact_like_json_stringify() {
+        let v =
+            json!({"b": [1.0, [], {}, {"c": null}], "a": "q\"\\\n\u{1}é", "2": true, "n": 1e21});
+        assert_eq!(
+            to_string(&v),
+            r#"{"2":true,"b":[1,[],{},{"c":null}],"a":"q\"\\\n\u0001é","n":1e+21}"#
+        );
     }
 }

@@ -22,6 +22,10 @@ use crate::options::StreamOptions;
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
 pub mod faux;
+#[cfg(feature = "google")]
+pub mod google;
+#[cfg(feature = "google")]
+pub mod google_vertex;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 pub mod sse;
@@ -224,6 +228,10 @@ fn builtin_providers() -> Vec<Arc<dyn ApiProvider>> {
     vec![
         #[cfg(feature = "anthropic")]
         Arc::new(anthropic::AnthropicProvider::new()),
+        #[cfg(feature = "google")]
+        Arc::new(google::GoogleProvider::new()),
+        #[cfg(feature = "google")]
+        Arc::new(google_vertex::VertexProvider::new()),
     ]
 }
 
