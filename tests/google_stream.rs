@@ -25,7 +25,7 @@ fn model(base: &str) -> Model {
         "gemini-3-pro-preview",
         "google-generative-ai",
         "google",
-        &format!("{base}/v1beta"),
+        format!("{base}/v1beta"),
     )
     .with_reasoning(true)
     .with_cost(ModelCost::new(3.0, 15.0, 0.3, 3.75))

@@ -41,6 +41,7 @@
 //! # }
 //! ```
 
+mod fast_chunk;
 mod partial_args;
 pub(crate) mod request;
 pub(crate) mod stream;

@@ -245,7 +245,7 @@ fn multimodal_function_response(model_id: &str) -> bool {
 fn is_valid_signature(signature: &str) -> bool {
     let body = signature.trim_end_matches('=');
     !signature.is_empty()
-        && signature.len() % 4 == 0
+        && signature.len().is_multiple_of(4)
         && signature.len() - body.len() <= 2
         && !body.is_empty()
         && body

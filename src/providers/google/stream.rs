@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::fast_chunk::{TextChunk, text_chunk};
 use super::partial_args::{PartialArgs, WireArg};
 use crate::error::{Error, ErrorKind};
 use crate::event::AssistantMessageEvent as E;
@@ -194,6 +195,9 @@ pub(crate) struct GoogleDecoder {
     signatures: Vec<(usize, String)>,
     /// Ids of the tool calls of this message.
     tool_ids: Vec<String>,
+    /// The latest `usageMetadata`, when it came with a chunk read by the fast path (empty
+    /// once read).
+    usage_raw: Vec<u8>,
 }
 
 impl GoogleDecoder {
@@ -211,6 +215,7 @@ impl GoogleDecoder {
             pending: String::new(),
             signatures: Vec::new(),
             tool_ids: Vec::new(),
+            usage_raw: Vec::new(),
         }
     }
 
@@ -245,9 +250,18 @@ impl GoogleDecoder {
         });
     }
 
-    fn on_text(&mut self, text: Cow<'_, str>, part: &WirePart<'_>, out: &mut Emit<'_>) {
+    /// A text part. `more_parts`: other parts follow in the same chunk (then the text is
+    /// also kept in `pending`, for the block's end event).
+    fn on_text(
+        &mut self,
+        text: Cow<'_, str>,
+        thought: bool,
+        signature: Option<&str>,
+        more_parts: bool,
+        out: &mut Emit<'_>,
+    ) {
         self.close_call(out);
-        let kind = if part.thought == Some(true) {
+        let kind = if thought {
             BlockKind::Thinking
         } else {
             BlockKind::Text
@@ -265,13 +279,15 @@ impl GoogleDecoder {
             });
         }
         let ci = self.open.as_ref().map_or(0, |b| b.content_index);
-        if let Some(sig) = part.thought_signature.as_deref().filter(|s| !s.is_empty()) {
+        if let Some(sig) = signature.filter(|s| !s.is_empty()) {
             match self.signatures.last_mut() {
                 Some((index, kept)) if *index == ci => sig.clone_into(kept),
                 _ => self.signatures.push((ci, sig.to_owned())),
             }
         }
-        self.pending.push_str(&text);
+        if more_parts {
+            self.pending.push_str(&text);
+        }
         let delta = text.into_owned();
         out.push(match kind {
             BlockKind::Text => E::TextDelta {
@@ -414,6 +430,54 @@ impl GoogleDecoder {
         });
     }
 
+    /// pi's arithmetic: cached tokens are not input, thoughts are output, the total is
+    /// Google's.
+    fn set_usage(&mut self, u: &WireUsage) {
+        self.usage_raw.clear();
+        let prompt = u.prompt_token_count.unwrap_or(0);
+        let cached = u.cached_content_token_count.unwrap_or(0);
+        self.usage.input = prompt.saturating_sub(cached);
+        self.usage.output =
+            u.candidates_token_count.unwrap_or(0) + u.thoughts_token_count.unwrap_or(0);
+        self.usage.cache_read = cached;
+        self.usage.cache_write = 0;
+        self.usage.total_tokens = Some(u.total_token_count.unwrap_or(0));
+    }
+
+    /// Reads the `usageMetadata` the fast path kept raw, if it is the latest.
+    fn read_raw_usage(&mut self) -> Result<(), Error> {
+        if self.usage_raw.is_empty() {
+            return Ok(());
+        }
+        let parsed = serde_json::from_slice::<WireUsage>(&self.usage_raw);
+        self.usage_raw.clear();
+        match parsed {
+            Ok(u) => {
+                self.set_usage(&u);
+                Ok(())
+            }
+            Err(e) => Err(Error::new(
+                ErrorKind::InvalidResponse,
+                format!("Could not parse Gemini usageMetadata: {e}"),
+            )),
+        }
+    }
+
+    /// The common chunk, read by [`fast_chunk::text_chunk`].
+    fn handle_text(&mut self, chunk: TextChunk<'_>, out: &mut Emit<'_>) {
+        if self.response_id.is_none()
+            && let Some(id) = chunk.response_id.filter(|id| !id.is_empty())
+        {
+            self.response_id = Some(id.to_owned());
+        }
+        self.on_text(chunk.text, chunk.thought, None, false, out);
+        if let Some(raw) = chunk.usage {
+            // Kept raw: only the last one counts, read at the end.
+            self.usage_raw.clear();
+            self.usage_raw.extend_from_slice(raw);
+        }
+    }
+
     fn handle(&mut self, chunk: WireChunk<'_>, out: &mut Emit<'_>) -> Result<(), Error> {
         if self.response_id.is_none()
             && let Some(id) = chunk.response_id.as_deref().filter(|id| !id.is_empty())
@@ -428,9 +492,12 @@ impl GoogleDecoder {
             ),
             None => (Vec::new(), None),
         };
-        for mut part in parts {
+        let count = parts.len();
+        for (i, mut part) in parts.into_iter().enumerate() {
             if let Some(text) = part.text.take() {
-                self.on_text(text, &part, out);
+                let thought = part.thought == Some(true);
+                let signature = part.thought_signature.as_deref();
+                self.on_text(text, thought, signature, i + 1 < count, out);
             }
             if let Some(call) = part.function_call.take() {
                 self.on_function_call(*call, part.thought_signature.as_deref(), out);
@@ -451,14 +518,7 @@ impl GoogleDecoder {
             }
         }
         if let Some(u) = chunk.usage_metadata {
-            let prompt = u.prompt_token_count.unwrap_or(0);
-            let cached = u.cached_content_token_count.unwrap_or(0);
-            self.usage.input = prompt.saturating_sub(cached);
-            self.usage.output =
-                u.candidates_token_count.unwrap_or(0) + u.thoughts_token_count.unwrap_or(0);
-            self.usage.cache_read = cached;
-            self.usage.cache_write = 0;
-            self.usage.total_tokens = Some(u.total_token_count.unwrap_or(0));
+            self.set_usage(&u);
         }
         if let Some(feedback) = chunk.prompt_feedback
             && let Some(reason) = feedback.block_reason.filter(|r| !r.is_empty())
@@ -531,6 +591,10 @@ impl Decoder for GoogleDecoder {
         if data.trim_ascii().is_empty() {
             return Ok(());
         }
+        if let Some(chunk) = text_chunk(data, self.response_id.is_none()) {
+            self.handle_text(chunk, out);
+            return Ok(());
+        }
         match serde_json::from_slice::<WireChunk<'_>>(data) {
             Ok(chunk) if chunk.error.is_some() => Err(stream_event_error(data)),
             Ok(chunk) => self.handle(chunk, out),
@@ -548,6 +612,7 @@ impl Decoder for GoogleDecoder {
         self.pending.clear();
         self.close_call(out);
         self.end_block(out);
+        self.read_raw_usage()?;
         if !self.saw_finish {
             return Err(Error::new(
                 ErrorKind::InvalidResponse,
@@ -565,6 +630,8 @@ impl Decoder for GoogleDecoder {
     }
 
     fn finish(&mut self, message: &mut AssistantMessage) {
+        // A failed stream may end before `on_end`: keep the usage if it reads.
+        let _ = self.read_raw_usage();
         for (index, signature) in &self.signatures {
             match message.content.get_mut(*index) {
                 Some(AssistantContent::Text(t)) => t.text_signature = Some(signature.clone()),
