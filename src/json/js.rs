@@ -23,6 +23,11 @@ pub(crate) fn to_string(value: &Value) -> String {
     out
 }
 
+/// Appends `JSON.stringify(value)` to `out`.
+pub(crate) fn write_compact(out: &mut String, value: &Value) {
+    write_value(out, value, None);
+}
+
 /// `String(number)`: how JavaScript writes a double.
 pub(crate) fn number_to_string(x: f64) -> String {
     if x == 0.0 {
@@ -141,7 +146,8 @@ fn array_index(key: &str) -> Option<u32> {
     (i < u32::MAX && i.to_string() == key).then_some(i)
 }
 
-fn write_string(out: &mut String, s: &str) {
+/// Appends `s` as a JSON string literal, escaped as `JSON.stringify` does.
+pub(crate) fn write_string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {

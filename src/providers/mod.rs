@@ -24,6 +24,10 @@ pub mod anthropic;
 #[cfg(feature = "openai")]
 pub mod azure_openai_responses;
 pub mod faux;
+#[cfg(feature = "google")]
+pub mod google;
+#[cfg(feature = "google")]
+pub mod google_vertex;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 #[cfg(feature = "openai")]
@@ -242,6 +246,10 @@ fn builtin_providers() -> Vec<Arc<dyn ApiProvider>> {
         Arc::new(azure_openai_responses::AzureOpenAIResponsesProvider::new()),
         #[cfg(feature = "openai")]
         Arc::new(openai_codex_responses::OpenAICodexResponsesProvider::new()),
+        #[cfg(feature = "google")]
+        Arc::new(google::GoogleProvider::new()),
+        #[cfg(feature = "google")]
+        Arc::new(google_vertex::VertexProvider::new()),
     ]
 }
 
