@@ -98,7 +98,8 @@ pub use thinking::{
 };
 pub use tool_args::parse_arguments;
 pub use validation::{
-    ToolCallError, ToolCallErrorKind, Violation, validate_tool_arguments, validate_tool_call,
+    ToolCallError, ToolCallErrorKind, ToolValidator, Violation, validate_tool_arguments,
+    validate_tool_call,
 };
 
 /// Re-exported so callers need not depend on `tokio-util` to cancel a call.

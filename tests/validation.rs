@@ -4,7 +4,9 @@
 //! `validateToolArguments` returned (the coerced arguments) or the error text it threw
 //! (`gen.mjs` beside it regenerates the file). Ours must give the same, byte for byte.
 
-use pi_engine::{Tool, ToolCall, ToolCallErrorKind, validate_tool_arguments, validate_tool_call};
+use pi_engine::{
+    Tool, ToolCall, ToolCallErrorKind, ToolValidator, validate_tool_arguments, validate_tool_call,
+};
 use serde_json::{Value, json};
 
 fn golden() -> Vec<Value> {
@@ -64,6 +66,35 @@ fn results_and_error_texts_match_pi() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// A compiled `ToolValidator` gives exactly what `validate_tool_arguments` gives, however
+/// many calls it validates, including for schemas that do not compile.
+#[test]
+fn tool_validator_matches_validate_tool_arguments() {
+    let mut cases: Vec<(Value, Value)> = golden()
+        .into_iter()
+        .filter_map(|c| Some((c.get("schema")?.clone(), c["arguments"].clone())))
+        .collect();
+    cases.push((json!({"type": 5}), json!({"a": 1})));
+    for (schema, arguments) in cases {
+        let tool = Tool::new("t", "", schema);
+        let validator = ToolValidator::new(&tool);
+        for id in ["c1", "c2"] {
+            let call = ToolCall::new(id, "t", arguments.clone());
+            assert_eq!(
+                validator.validate(&call),
+                validate_tool_arguments(&tool, &call),
+                "{:?}",
+                tool.parameters
+            );
+        }
+    }
+    let bad = ToolValidator::new(&Tool::new("t", "", json!({"type": 5})));
+    let err = bad
+        .validate(&ToolCall::new("c", "t", json!({})))
+        .unwrap_err();
+    assert_eq!(err.kind(), ToolCallErrorKind::InvalidSchema);
 }
 
 #[test]

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::config::{AgentContext, AgentLoopConfig, Converter, TurnEndContext};
 use crate::agent::event::{AgentEvent, AgentEventStream, AgentLoopState};
 use crate::agent::message::AgentMessage;
-use crate::agent::tool_exec::execute_tool_calls;
+use crate::agent::tool_exec::{ToolValidators, execute_tool_calls};
 use crate::error::{Error, ErrorKind};
 use crate::event::AssistantMessageEvent;
 use crate::event_stream::{AssistantMessageEventStream, EventSender, EventStream};
@@ -338,6 +338,8 @@ struct Run<'c, E> {
     keep: bool,
     result: Vec<AgentMessage>,
     llm: LlmContext,
+    /// The tools' argument validators, compiled on first use.
+    validators: ToolValidators,
     turns: usize,
 }
 
@@ -363,6 +365,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
             tools: Some(tools).filter(|t| !t.is_empty()),
         };
         Run {
+            validators: ToolValidators::new(&context),
             start: context.messages.len(),
             context,
             config,
@@ -465,6 +468,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                     };
                     let batch = execute_tool_calls(
                         &self.context,
+                        &self.validators,
                         message,
                         self.config,
                         self.cancel,

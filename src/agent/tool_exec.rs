@@ -13,7 +13,7 @@
 use std::future::{Future, poll_fn};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 
 use futures::FutureExt;
@@ -29,7 +29,8 @@ use crate::agent::message::AgentMessage;
 use crate::agent::tool::{
     AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdate, ToolUpdates, UpdateQueue,
 };
-use crate::message::{AssistantMessage, Tool, ToolCall, ToolResultMessage};
+use crate::message::{AssistantMessage, ToolCall, ToolResultMessage};
+use crate::validation::ToolValidator;
 
 /// The text of the error result of a call that was not started because the run was aborted.
 pub(crate) const TOOL_ABORTED: &str = "Operation aborted";
@@ -63,9 +64,32 @@ struct Prepared<'a> {
     args: Map<String, Value>,
 }
 
+/// The compiled argument validators of a run's tools, by position in the run's tool list,
+/// each compiled when its tool is first called. A run's tools do not change, so a call
+/// never pays for looking its schema up again.
+pub(crate) struct ToolValidators(Vec<OnceLock<ToolValidator>>);
+
+impl ToolValidators {
+    /// Empty slots for `context`'s tools.
+    pub(crate) fn new(context: &AgentContext) -> Self {
+        ToolValidators(context.tools.iter().map(|_| OnceLock::new()).collect())
+    }
+
+    /// The validator of tool `index` of `context`, `tool`.
+    fn get(&self, index: usize, tool: &Arc<dyn AgentTool>) -> std::borrow::Cow<'_, ToolValidator> {
+        match self.0.get(index) {
+            Some(slot) => std::borrow::Cow::Borrowed(
+                slot.get_or_init(|| ToolValidator::new(tool.definition())),
+            ),
+            None => std::borrow::Cow::Owned(ToolValidator::new(tool.definition())),
+        }
+    }
+}
+
 /// What the calls of a batch share.
 struct Batch<'a> {
     context: &'a AgentContext,
+    validators: &'a ToolValidators,
     message: &'a AssistantMessage,
     config: &'a AgentLoopConfig,
     cancel: &'a CancellationToken,
@@ -74,6 +98,7 @@ struct Batch<'a> {
 
 pub(crate) async fn execute_tool_calls<E: AgentEventSink>(
     context: &AgentContext,
+    validators: &ToolValidators,
     message: &AssistantMessage,
     config: &AgentLoopConfig,
     cancel: &CancellationToken,
@@ -88,6 +113,7 @@ pub(crate) async fn execute_tool_calls<E: AgentEventSink>(
         });
     let batch = Batch {
         context,
+        validators,
         message,
         config,
         cancel,
@@ -295,21 +321,25 @@ impl<'a> Batch<'a> {
     /// call's immediate (error) outcome.
     async fn prepare(&self, index: usize) -> Result<Prepared<'a>, Finalized> {
         let call = self.calls[index];
-        let Some(tool) = self.context.tool(&call.name) else {
+        let tools = &self.context.tools;
+        let Some(index) = tools.iter().position(|t| t.name() == call.name) else {
             return Err(Finalized::error(format!("Tool {} not found", call.name)));
         };
+        let tool = &tools[index];
         let prepared =
             std::panic::catch_unwind(AssertUnwindSafe(|| tool.prepare_arguments(&call.arguments)))
                 .map_err(|p| Finalized::error(panic_message(&*p)))?;
+        let validator = self.validators.get(index, tool);
         let validated = match prepared {
-            None => validate_arguments(tool.definition(), call),
+            None => validator.validate(call),
             Some(args) => {
                 let mut call = call.clone();
                 call.arguments = args;
-                validate_arguments(tool.definition(), &call)
+                validator.validate(&call)
             }
         };
-        let args = validated.map_err(Finalized::error)?;
+        // The error is pi's text (TypeBox's wording), which the model reads.
+        let args = validated.map_err(|e| Finalized::error(e.to_string()))?;
         if let Some(hook) = &self.config.hooks.before_tool_call {
             let cx = BeforeToolCallContext {
                 assistant_message: self.message,
@@ -416,10 +446,4 @@ async fn execute_tool(
         Ok(Err(e)) => Finalized::error(e.to_string()),
         Err(p) => panicked(p),
     }
-}
-
-/// Validates (and coerces, `"5"` → `5`) a call's arguments against the tool's schema; the
-/// error is pi's text (TypeBox's wording), which the model reads.
-fn validate_arguments(tool: &Tool, call: &ToolCall) -> Result<Map<String, Value>, String> {
-    crate::validation::validate_tool_arguments(tool, call).map_err(|e| e.to_string())
 }

@@ -10,7 +10,9 @@
 //!    `coerce` module docs). The caller gets the **coerced** arguments back; the call itself is
 //!    left untouched.
 //! 2. **Validate** with a compiled JSON-Schema validator (the `jsonschema` crate). Each
-//!    schema is compiled once and kept in a bounded cache keyed by its content.
+//!    schema is compiled once and kept in a bounded cache keyed by its content; a
+//!    [`ToolValidator`] holds one tool's compiled schema, to validate many calls without the
+//!    cache lookup.
 //! 3. On failure, return a [`ToolCallError`] whose text is pi's, word for word for the common
 //!    kinds of error, so a model reading the tool result sees what it would see with pi:
 //!
@@ -110,7 +112,70 @@ pub fn validate_tool_arguments(
     tool: &Tool,
     call: &ToolCall,
 ) -> Result<Map<String, Value>, ToolCallError> {
-    let validator = cache::validator(&tool.parameters).map_err(|reason| ToolCallError {
+    check(&tool.parameters, &cache::validator(&tool.parameters), call)
+}
+
+/// A tool's argument validator, compiled once.
+///
+/// [`validate_tool_arguments`] finds the compiled schema in a cache keyed by the schema's
+/// content, which costs a walk over the schema on every call. A `ToolValidator` is that
+/// lookup done once: keep one per tool to validate many calls (the agent loop keeps one per
+/// tool for the length of a run). It validates exactly as [`validate_tool_arguments`] does.
+///
+/// ```
+/// use pi_engine::{Tool, ToolCall, ToolValidator};
+/// use serde_json::json;
+///
+/// let add = Tool::new("add", "Add two integers", json!({
+///     "type": "object",
+///     "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+///     "required": ["a", "b"]
+/// }));
+/// let validator = ToolValidator::new(&add);
+/// let args = validator.validate(&ToolCall::new("c1", "add", json!({"a": "5", "b": 2}))).unwrap();
+/// assert_eq!(args["a"], 5);
+/// assert!(validator.validate(&ToolCall::new("c2", "add", json!({"a": 1}))).is_err());
+/// ```
+#[derive(Clone)]
+pub struct ToolValidator {
+    schema: Value,
+    compiled: cache::Compiled,
+}
+
+impl fmt::Debug for ToolValidator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolValidator")
+            .field("schema", &self.schema)
+            .field("compiles", &self.compiled.is_ok())
+            .finish()
+    }
+}
+
+impl ToolValidator {
+    /// Compiles `tool`'s parameter schema (or takes it from the cache when an equal schema
+    /// was compiled before). A schema that does not compile is reported by
+    /// [`validate`](Self::validate), as [`ToolCallErrorKind::InvalidSchema`].
+    pub fn new(tool: &Tool) -> Self {
+        ToolValidator {
+            compiled: cache::validator(&tool.parameters),
+            schema: tool.parameters.clone(),
+        }
+    }
+
+    /// Validates `call`'s arguments: [`validate_tool_arguments`] against the tool this
+    /// validator was made for.
+    pub fn validate(&self, call: &ToolCall) -> Result<Map<String, Value>, ToolCallError> {
+        check(&self.schema, &self.compiled, call)
+    }
+}
+
+/// Coerces and validates `call`'s arguments against `schema`, compiled as `compiled`.
+fn check(
+    schema: &Value,
+    compiled: &cache::Compiled,
+    call: &ToolCall,
+) -> Result<Map<String, Value>, ToolCallError> {
+    let validator = compiled.as_ref().map_err(|reason| ToolCallError {
         kind: ToolCallErrorKind::InvalidSchema,
         text: format!(
             "Invalid parameter schema for tool \"{}\": {reason}",
@@ -119,13 +184,13 @@ pub fn validate_tool_arguments(
         tool: call.name.clone(),
         violations: Vec::new(),
     })?;
-    let coerced = coerce::coerce(Value::Object(call.arguments.clone()), &tool.parameters);
+    let coerced = coerce::coerce(Value::Object(call.arguments.clone()), schema);
     if validator.is_valid(&coerced)
         && let Value::Object(args) = coerced
     {
         return Ok(args);
     }
-    let violations = report::violations(&tool.parameters, &validator, &coerced);
+    let violations = report::violations(schema, validator, &coerced);
     let mut text = format!("Validation failed for tool \"{}\":\n", call.name);
     if violations.is_empty() {
         text.push_str("Unknown validation error");
