@@ -16,6 +16,46 @@ pub(crate) fn to_string_pretty(value: &Value) -> String {
     out
 }
 
+/// `JSON.stringify(value)`: the compact form.
+pub(crate) fn to_string(value: &Value) -> String {
+    let mut out = String::new();
+    write_compact(&mut out, value);
+    out
+}
+
+fn write_compact(out: &mut String, value: &Value) {
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_compact(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (key, item)) in js_key_order(map).into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, key);
+                out.push(':');
+                write_compact(out, item);
+            }
+            out.push('}');
+        }
+        scalar => write_value(out, scalar, 0),
+    }
+}
+
+/// `Object.entries(map)`: the members in JavaScript's key order.
+pub(crate) fn entries(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
+    js_key_order(map)
+}
+
 /// `String(number)`: how JavaScript writes a double.
 pub(crate) fn number_to_string(x: f64) -> String {
     if x == 0.0 {
@@ -188,5 +228,15 @@ mod tests {
             "{\n  \"2\": true,\n  \"10\": 1,\n  \"b\": [\n    1,\n    [],\n    {},\n    {\n      \"c\": null\n    }\n  ],\n  \"a\": \"q\\\"\\\\\\n\\u0001é\",\n  \"01\": 0\n}"
         );
         assert_eq!(to_string_pretty(&json!({})), "{}");
+    }
+
+    #[test]
+    fn compact_like_json_stringify() {
+        let v = json!({"b": [1, 2.5, [], {}], "a": "é\"", "1": null, "x": 5.0});
+        assert_eq!(
+            to_string(&v),
+            r#"{"1":null,"b":[1,2.5,[],{}],"a":"é\"","x":5}"#
+        );
+        assert_eq!(to_string(&json!("s")), r#""s""#);
     }
 }

@@ -76,6 +76,7 @@
 //! ([`BashExecutionMessage`], [`ExtensionMessage`], [`CompactionSummaryMessage`],
 //! [`BranchSummaryMessage`]); [`convert_to_llm`] gives the model pi's exact texts for them.
 
+pub mod compaction;
 mod context;
 mod entry;
 mod error;
