@@ -220,7 +220,7 @@ mod tests {
             1,
             "images in user messages are free"
         );
-        let result = ToolResultMessage::new("c", "read", vec![Content::text("abcd"), image]);
+        let result = ToolResultMessage::new("c", "read", vec![Content::text("abcd"), image], false);
         assert_eq!(estimate_tokens(&result.into()), (4 + 4800) / 4);
         let call = AssistantMessage::new("a", "p", "m").with_content(vec![
             AssistantContent::tool_call("c", "read", json!({"path": "a.rs", "n": 1.0})),
@@ -249,7 +249,7 @@ mod tests {
             vec![ok.into(), failed.into(), UserMessage::text("1234").into()];
         let e = estimate_context_tokens(&msgs);
         assert_eq!(e.last_usage_index, Some(0));
-        assert_eq!(e.tokens, 10 + 0 + 1);
+        assert_eq!(e.tokens, 11, "10 reported + 1 estimated after it");
         let untrusted = estimate_context_tokens_where(&msgs, |_| false);
         assert_eq!(untrusted.last_usage_index, None);
     }

@@ -15,7 +15,7 @@
 //! * **Branches**: [`collect_entries_for_branch_summary`] and [`generate_branch_summary`]
 //!   summarize a branch being left.
 //!
-//! `AgentSession` (`crate::agent_session`) does all of this automatically;
+//! [`AgentSession`](crate::agent_session::AgentSession) does all of this automatically;
 //! these functions are for applications that manage sessions themselves.
 //!
 //! ```
@@ -68,6 +68,7 @@ pub use estimate::{
     ContextEstimate, IMAGE_CHARS, calculate_context_tokens, estimate_context_tokens,
     estimate_tokens, should_compact,
 };
+pub(crate) use estimate::{estimate_context_tokens_where, valid_usage};
 pub use file_ops::{FileLists, FileOperations};
 pub use prepare::{CompactionPreparation, path_context, prepare_compaction};
 pub use prompts::{

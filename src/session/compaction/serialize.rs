@@ -123,7 +123,7 @@ mod tests {
         let cut = truncate_for_summary(&emoji, 2000);
         assert_eq!(
             cut,
-            format!("{}\n\n[... 1 more characters truncated]", "a".repeat(1999))
+            format!("{}\n\n[... 2 more characters truncated]", "a".repeat(1999))
         );
         assert_eq!(truncate_for_summary("short", 2000), "short");
     }

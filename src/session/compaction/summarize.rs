@@ -2,6 +2,8 @@
 //! `compact`) and the request they send.
 
 use std::fmt;
+
+use futures::StreamExt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -118,10 +120,34 @@ impl Summarizer {
         options.reasoning =
             (reasoning && self.model.reasoning && self.thinking_level != ThinkingLevel::Off)
                 .then_some(self.thinking_level);
-        let stream = match &self.stream {
+        let mut stream = match &self.stream {
             Some(f) => f.stream(&self.model, &context, &options),
             None => crate::providers::stream_simple(&self.model, &context, &options),
         };
+        // A stream that does not watch the token itself still stops when it is cancelled.
+        let cancelled = async {
+            match &options.cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut cancelled = std::pin::pin!(cancelled);
+        loop {
+            tokio::select! {
+                biased;
+                event = stream.next() => {
+                    if event.is_none() {
+                        break;
+                    }
+                }
+                () = &mut cancelled => {
+                    return stream
+                        .partial()
+                        .clone()
+                        .with_error(Error::new(ErrorKind::Aborted, "Request was aborted"));
+                }
+            }
+        }
         stream.result().await
     }
 }
