@@ -1425,3 +1425,41 @@ async fn a_session_written_by_agent_session_opens_in_pi_with_the_same_context() 
     assert_eq!(roles(&ours.messages)[0], "compactionSummary");
     assert_eq!(pis["thinkingLevel"], "off");
 }
+
+#[tokio::test]
+async fn a_navigated_branch_records_the_model_and_level_in_force() {
+    let dir = TempDir::new().unwrap();
+    let faux = faux();
+    let session = builder(&faux, new_session(&dir))
+        .thinking_level(ThinkingLevel::High)
+        .build()
+        .unwrap();
+    chat(&session, &faux, 2, 10).await;
+    session
+        .set_model(faux.get_model("small").unwrap())
+        .await
+        .unwrap();
+    let second = session.user_messages_for_forking().unwrap()[1].0.clone();
+    session
+        .navigate_tree(&second, NavigateOptions::new())
+        .await
+        .unwrap();
+    // pi would leave the branch saying "big, high" while the session uses "small, off".
+    let tail: Vec<EntryType> = entry_types(&branch(&session))
+        .into_iter()
+        .rev()
+        .take(2)
+        .collect();
+    assert_eq!(
+        tail,
+        [EntryType::ThinkingLevelChange, EntryType::ModelChange]
+    );
+    let file = session.session_file().unwrap();
+    let expected = session.messages();
+    drop(session);
+    let reopened = builder(&faux, reopen(&file)).build().unwrap();
+    assert_eq!(reopened.model().id, "small");
+    assert_eq!(reopened.thinking_level(), ThinkingLevel::Off);
+    assert_eq!(reopened.messages(), expected);
+    assert_eq!(roles(&expected), ["user", "assistant"]);
+}

@@ -457,3 +457,52 @@ fn golden_is_what_pi_answers_now() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Each deliberate difference of the compaction and agent-session code is listed in
+/// `tests/conformance/deviations.json`, naming a test that exists.
+#[test]
+fn deviations_name_existing_tests() {
+    let text = std::fs::read_to_string(root().join("tests/conformance/deviations.json")).unwrap();
+    let deviations: serde_json::Map<String, Value> = serde_json::from_str(&text).unwrap();
+    let mut checked = 0;
+    for (key, why) in &deviations {
+        if !(key.starts_with("compaction/") || key.starts_with("agent-session/")) {
+            continue;
+        }
+        let why = why.as_str().unwrap();
+        let tests = why
+            .split("Test: ")
+            .nth(1)
+            .or_else(|| why.split("Tests: ").nth(1));
+        let tests = tests.unwrap_or_else(|| panic!("{key} names no test"));
+        for name in tests
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| w.contains('_') && w.len() > 12)
+            .filter(|w| !tests.contains(&format!("{w}.rs")) && !tests.contains(&format!("{w}::")))
+        {
+            let found = ["tests/agent_session.rs", "tests/compaction.rs"]
+                .iter()
+                .map(|f| root().join(f))
+                .chain(walk(&root().join("src")))
+                .any(|f| {
+                    std::fs::read_to_string(&f).is_ok_and(|s| s.contains(&format!("fn {name}(")))
+                });
+            assert!(found, "{key}: no test named {name}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 9, "{checked}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}

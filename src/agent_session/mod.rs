@@ -17,8 +17,10 @@
 //!   connection) is retried after 2, 4 and 8 s (a `Retry-After` is honoured up to
 //!   `maxDelayMs`), at most 3 times per model call, cancellable with
 //!   [`abort`](AgentSession::abort). The failed reply leaves the context and stays in the
-//!   file. The session owns the whole budget: provider-level retries are off while it
-//!   retries, so the two never multiply.
+//!   file. The session owns the whole budget: provider-level retries
+//!   ([`StreamOptions::retry`](crate::StreamOptions::retry)) are off for the agent's calls
+//!   while it retries, so the two never multiply. Summary requests, which the session does
+//!   not retry, keep the provider-level policy.
 //! * **Models**: [`set_model`](AgentSession::set_model),
 //!   [`cycle_model`](AgentSession::cycle_model) through scoped models,
 //!   [`set_thinking_level`](AgentSession::set_thinking_level) (clamped to the model).

@@ -687,6 +687,9 @@ impl AgentSession {
     /// a `message_end` is in the file when listeners see it) and the session's. Listeners
     /// run in subscription order on the task that produced the event; keep them quick. A
     /// panicking listener is logged and skipped.
+    ///
+    /// A listener that holds a clone of the session keeps it (and its file's lock) alive
+    /// until it is [unsubscribed](SessionSubscription::unsubscribe).
     pub fn subscribe(
         &self,
         listener: impl Fn(&AgentSessionEvent) + Send + Sync + 'static,
