@@ -103,6 +103,7 @@ pub enum AssistantMessageEvent {
         /// Index of the block in the message content.
         content_index: usize,
         /// The complete call with its parsed arguments.
+        #[serde(with = "tagged::tool_call")]
         tool_call: ToolCall,
     },
     /// The reply finished; `reason` is `stop`, `length` or `toolUse`.
@@ -110,6 +111,7 @@ pub enum AssistantMessageEvent {
         /// Why the model stopped.
         reason: StopReason,
         /// The complete message.
+        #[serde(with = "tagged::assistant")]
         message: AssistantMessage,
     },
     /// The call failed or was aborted; `reason` is `error` or `aborted`. `error` is the
@@ -118,6 +120,7 @@ pub enum AssistantMessageEvent {
         /// `error` or `aborted`.
         reason: StopReason,
         /// The failed message.
+        #[serde(with = "tagged::assistant")]
         error: AssistantMessage,
     },
 }
@@ -171,6 +174,71 @@ impl AssistantMessageEvent {
             AssistantMessageEvent::Done { message, .. } => Some(message),
             AssistantMessageEvent::Error { error, .. } => Some(error),
             _ => None,
+        }
+    }
+}
+
+/// pi writes the tool call of `toolcall_end` with its `"type":"toolCall"` and the message of
+/// `done`/`error` with its `"role":"assistant"`; these add the tag without copying the value,
+/// and accept it (or its absence) when reading.
+mod tagged {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
+
+    fn untag<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(
+        d: D,
+        tag: &str,
+    ) -> Result<T, D::Error> {
+        let mut value = Value::deserialize(d)?;
+        if let Value::Object(map) = &mut value {
+            map.remove(tag);
+        }
+        serde_json::from_value(value).map_err(D::Error::custom)
+    }
+
+    pub(super) mod tool_call {
+        use super::*;
+        use crate::message::ToolCall;
+
+        #[derive(Serialize)]
+        #[serde(tag = "type")]
+        enum Tagged<'a> {
+            #[serde(rename = "toolCall")]
+            ToolCall(&'a ToolCall),
+        }
+
+        pub(crate) fn serialize<S: Serializer>(call: &ToolCall, s: S) -> Result<S::Ok, S::Error> {
+            Tagged::ToolCall(call).serialize(s)
+        }
+
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ToolCall, D::Error> {
+            untag(d, "type")
+        }
+    }
+
+    pub(super) mod assistant {
+        use super::*;
+        use crate::message::AssistantMessage;
+
+        #[derive(Serialize)]
+        #[serde(tag = "role")]
+        enum Tagged<'a> {
+            #[serde(rename = "assistant")]
+            Assistant(&'a AssistantMessage),
+        }
+
+        pub(crate) fn serialize<S: Serializer>(
+            message: &AssistantMessage,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            Tagged::Assistant(message).serialize(s)
+        }
+
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<AssistantMessage, D::Error> {
+            untag(d, "role")
         }
     }
 }
@@ -329,7 +397,7 @@ impl PartialMessage {
                 self.set_parser(*content_index, None);
             }
             E::Done { message, .. } | E::Error { error: message, .. } => {
-                self.message.clone_from(message);
+                self.message.assign_from(message);
                 self.parsers.clear();
             }
         }
@@ -384,6 +452,62 @@ mod tests {
         for (ev, want) in cases {
             assert_eq!(serde_json::to_value(&ev).unwrap(), want);
         }
+    }
+
+    #[test]
+    fn final_message_reuses_streamed_blocks() {
+        use AssistantMessageEvent as E;
+        let mut p = PartialMessage::new(AssistantMessage::new("a", "p", "m"));
+        p.apply(&E::TextStart { content_index: 0 });
+        p.apply(&E::TextDelta {
+            content_index: 0,
+            delta: "long reply".into(),
+        });
+        let AssistantContent::Text(t) = &p.message().content[0] else {
+            panic!()
+        };
+        let before = t.text.as_ptr();
+        let mut done = p.message().clone().with_response_id("r1");
+        done.content.push(AssistantContent::text("more"));
+        p.apply(&E::Done {
+            reason: StopReason::Stop,
+            message: done.clone(),
+        });
+        assert_eq!(p.message(), &done);
+        assert_eq!(p.message().response_id.as_deref(), Some("r1"));
+        let AssistantContent::Text(t) = &p.message().content[0] else {
+            panic!()
+        };
+        assert_eq!(t.text.as_ptr(), before, "the equal block was not copied");
+        // A final message with less or different content replaces it.
+        let shorter =
+            AssistantMessage::new("a", "p", "m").with_content(vec![AssistantContent::text("x")]);
+        p.apply(&E::Error {
+            reason: StopReason::Error,
+            error: shorter.clone(),
+        });
+        assert_eq!(p.message(), &shorter);
+    }
+
+    #[test]
+    fn terminal_events_carry_pi_tags() {
+        let call = ToolCall::new("c", "read", json!({"path": "a"}));
+        let ev = AssistantMessageEvent::ToolcallEnd {
+            content_index: 0,
+            tool_call: call,
+        };
+        let v = serde_json::to_value(&ev).unwrap();
+        assert_eq!(v["toolCall"]["type"], "toolCall");
+        let back: AssistantMessageEvent = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), v);
+        let ev = AssistantMessageEvent::Done {
+            reason: StopReason::Stop,
+            message: AssistantMessage::new("a", "p", "m"),
+        };
+        let v = serde_json::to_value(&ev).unwrap();
+        assert_eq!(v["message"]["role"], "assistant");
+        let back: AssistantMessageEvent = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), v);
     }
 
     #[test]

@@ -46,9 +46,13 @@ pub trait StreamEvent<R>: Sized + Send + 'static {
 
 type BoxStream<E> = Pin<Box<dyn Stream<Item = E> + Send>>;
 type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// A pull source that reads the folded state (see [`EventStream::from_poll_fn`]).
+type BoxPollFn<E, S> = Box<dyn FnMut(&S, &mut TaskContext<'_>) -> Poll<Option<E>> + Send + 'static>;
 
-enum Source<E> {
+enum Source<E: StreamEvent<R>, R> {
     Stream(BoxStream<E>),
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // Used by the HTTP providers.
+    PollFn(BoxPollFn<E, E::State>),
     Channel {
         rx: mpsc::UnboundedReceiver<E>,
         producer: Option<BoxFuture>,
@@ -81,7 +85,7 @@ enum Source<E> {
 /// # }
 /// ```
 pub struct EventStream<E: StreamEvent<R>, R> {
-    source: Source<E>,
+    source: Source<E, R>,
     state: E::State,
     terminated: bool,
 }
@@ -100,6 +104,22 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
     pub fn from_stream(state: E::State, stream: impl Stream<Item = E> + Send + 'static) -> Self {
         EventStream {
             source: Source::Stream(Box::pin(stream)),
+            state,
+            terminated: false,
+        }
+    }
+
+    /// A pull source that sees the folded state: `poll` is called with the state as it stands
+    /// after every event it produced before has been observed, so a producer can build
+    /// `*_end` and final events from the state instead of keeping its own copy of the
+    /// message (the built-in HTTP providers work this way: one copy of the reply, not two).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn from_poll_fn(
+        state: E::State,
+        poll: impl FnMut(&E::State, &mut TaskContext<'_>) -> Poll<Option<E>> + Send + 'static,
+    ) -> Self {
+        EventStream {
+            source: Source::PollFn(Box::new(poll)),
             state,
             terminated: false,
         }
@@ -164,6 +184,7 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
         match &mut self.source {
             Source::Finished => Poll::Ready(None),
             Source::Stream(s) => s.as_mut().poll_next(cx),
+            Source::PollFn(poll) => poll(&self.state, cx),
             Source::Channel { rx, producer } => {
                 if let Poll::Ready(item) = rx.poll_recv(cx) {
                     return Poll::Ready(item);

@@ -577,6 +577,47 @@ impl AssistantMessage {
         self.error_detail = ErrorDetail(Some(error));
     }
 
+    /// Makes `self` equal to `other`, keeping the blocks that are already equal instead of
+    /// copying them: a stream's final message repeats the content it streamed, and a long
+    /// reply should not exist three times in memory at its end.
+    pub(crate) fn assign_from(&mut self, other: &AssistantMessage) {
+        let AssistantMessage {
+            content,
+            api,
+            provider,
+            model,
+            response_model,
+            response_id,
+            diagnostics,
+            usage,
+            stop_reason,
+            error_message,
+            timestamp,
+            extra,
+            error_detail,
+        } = other;
+        self.content.truncate(content.len());
+        for (i, block) in content.iter().enumerate() {
+            match self.content.get_mut(i) {
+                Some(mine) if mine == block => {}
+                Some(mine) => *mine = block.clone(),
+                None => self.content.push(block.clone()),
+            }
+        }
+        self.api.clone_from(api);
+        self.provider.clone_from(provider);
+        self.model.clone_from(model);
+        self.response_model.clone_from(response_model);
+        self.response_id.clone_from(response_id);
+        self.diagnostics.clone_from(diagnostics);
+        self.usage.clone_from(usage);
+        self.stop_reason = *stop_reason;
+        self.error_message.clone_from(error_message);
+        self.timestamp = *timestamp;
+        self.extra.clone_from(extra);
+        self.error_detail.clone_from(error_detail);
+    }
+
     /// The typed error of a failed message (`stopReason` `error` or `aborted`), or `None`.
     ///
     /// For a message this process produced, the error carries the HTTP status, request id

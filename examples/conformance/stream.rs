@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use futures::StreamExt;
-use pi_engine::{ApiRegistry, Context, Model, StreamOptions};
+use pi_engine::{ApiRegistry, AssistantMessageEvent, Context, Message, Model, StreamOptions};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -23,8 +23,9 @@ pub(crate) async fn run(path: &str) -> Result<(), String> {
         serde_json::from_str(&text).map_err(|e| format!("bad request file {path}: {e}"))?;
     let registry = ApiRegistry::global();
     let simple = request.options.reasoning.is_some();
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    // Millions of short lines: one large buffer straight to the file descriptor (stdout's own
+    // line buffering would copy every block a second time).
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, raw_stdout());
     for _ in 0..request.repeat.unwrap_or(1).max(1) {
         let mut stream = if simple {
             registry.stream_simple(&request.model, &request.context, &request.options)
@@ -36,7 +37,9 @@ pub(crate) async fn run(path: &str) -> Result<(), String> {
         }
         let message = stream.result().await;
         out.write_all(br#"{"type":"__final_message__","message":"#)
-            .and_then(|()| serde_json::to_writer(&mut out, &message).map_err(Into::into))
+            .and_then(|()| {
+                serde_json::to_writer(&mut out, &Message::from(message)).map_err(Into::into)
+            })
             .and_then(|()| out.write_all(b"}\n"))
             .map_err(|e| format!("write: {e}"))?;
         out.flush().map_err(|e| format!("write: {e}"))?;
@@ -44,7 +47,65 @@ pub(crate) async fn run(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn write_line(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(), String> {
-    serde_json::to_writer(&mut *out, value).map_err(|e| format!("write: {e}"))?;
-    out.write_all(b"\n").map_err(|e| format!("write: {e}"))
+/// `n` in decimal, in `buf`.
+fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}
+
+/// Standard output without Rust's line buffering.
+#[cfg(unix)]
+fn raw_stdout() -> Box<dyn Write> {
+    use std::os::fd::AsFd;
+    match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(_) => Box::new(std::io::stdout()),
+    }
+}
+
+#[cfg(not(unix))]
+fn raw_stdout() -> Box<dyn Write> {
+    Box::new(std::io::stdout())
+}
+
+/// One event as a JSON line. Deltas, nearly every line of a long reply, are written
+/// directly (same bytes as serde's output); the rest through serde.
+fn write_line(out: &mut impl Write, event: &AssistantMessageEvent) -> Result<(), String> {
+    use AssistantMessageEvent as E;
+    let delta = match event {
+        E::TextDelta {
+            content_index,
+            delta,
+        } => Some((&b"text_delta"[..], *content_index, delta)),
+        E::ThinkingDelta {
+            content_index,
+            delta,
+        } => Some((&b"thinking_delta"[..], *content_index, delta)),
+        E::ToolcallDelta {
+            content_index,
+            delta,
+        } => Some((&b"toolcall_delta"[..], *content_index, delta)),
+        _ => None,
+    };
+    let written = match delta {
+        Some((kind, index, delta)) => out
+            .write_all(br#"{"type":""#)
+            .and_then(|()| out.write_all(kind))
+            .and_then(|()| out.write_all(br#"","contentIndex":"#))
+            .and_then(|()| out.write_all(decimal(index, &mut [0u8; 20])))
+            .and_then(|()| out.write_all(br#","delta":"#))
+            .and_then(|()| serde_json::to_writer(&mut *out, delta).map_err(Into::into))
+            .and_then(|()| out.write_all(b"}\n")),
+        None => serde_json::to_writer(&mut *out, event)
+            .map_err(Into::into)
+            .and_then(|()| out.write_all(b"\n")),
+    };
+    written.map_err(|e| format!("write: {e}"))
 }

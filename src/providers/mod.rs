@@ -19,7 +19,13 @@ use crate::message::{AssistantMessage, Context};
 use crate::model::Model;
 use crate::options::StreamOptions;
 
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
 pub mod faux;
+#[cfg(feature = "http")]
+pub(crate) mod http;
+pub mod sse;
+pub mod transform;
 
 /// A wire api: turns a model, a context and options into a stream of events.
 ///
@@ -215,7 +221,10 @@ fn unknown_api(model: &Model) -> AssistantMessageEventStream {
 
 /// The built-in providers enabled by cargo features.
 fn builtin_providers() -> Vec<Arc<dyn ApiProvider>> {
-    Vec::new()
+    vec![
+        #[cfg(feature = "anthropic")]
+        Arc::new(anthropic::AnthropicProvider::new()),
+    ]
 }
 
 /// Streams a reply from the provider registered for `model.api` in the global registry.

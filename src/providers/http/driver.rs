@@ -1,0 +1,311 @@
+//! The pull-based stream every HTTP provider returns: response bytes → SSE events → the
+//! provider's [`Decoder`] → [`AssistantMessageEvent`]s, driven by the consumer's polls.
+//!
+//! Nothing is spawned and no channel carries the events: when the consumer asks for the next
+//! event, the driver hands out one the decoder already produced, or decodes the next SSE
+//! event, or reads the next network chunk. Faults are handled here, once for every
+//! provider: the request's failure (after its retries), a broken connection, a stall longer
+//! than the idle timeout, a cancelled token, and the decoder's own errors all end the stream
+//! with an `error` event whose message keeps the content streamed so far.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::Stream;
+use tokio::time::{Instant, Sleep};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+
+use super::transport::{HttpRequest, idle_timeout_error};
+use crate::error::{Error, ErrorKind};
+use crate::event::{AssistantMessageEvent, PartialMessage};
+use crate::event_stream::{AssistantMessageEventStream, EventStream};
+use crate::message::{AssistantMessage, StopReason};
+use crate::model::Model;
+use crate::options::StreamOptions;
+use crate::providers::sse::{SseDecoder, SseEvent};
+
+/// The wire-format half of a provider: turns the SSE events of one response into
+/// [`AssistantMessageEvent`]s. Everything else (HTTP, retries, timeouts, cancellation, the
+/// final message) is the driver's.
+pub(crate) trait Decoder: Send + 'static {
+    /// Handles one SSE event, pushing zero or more events to `out`. An `Err` ends the stream
+    /// with an `error` event (the events already pushed are delivered first).
+    fn on_event(&mut self, event: SseEvent<'_>, out: &mut Emit<'_>) -> Result<(), Error>;
+
+    /// The body ended. `Ok` ends the stream with `done`; `Err` (a stream cut before its
+    /// final event, a refusal, …) with `error`. May push last events (e.g. `*_end` of open
+    /// blocks) before returning.
+    fn on_end(&mut self, out: &mut Emit<'_>) -> Result<(), Error>;
+
+    /// True once the provider's final event arrived: silence after it is the end of the
+    /// stream, not a timeout.
+    fn is_complete(&self) -> bool;
+
+    /// Writes what the decoder tracked outside the events into the final (or failed)
+    /// message: usage and cost, stop reason, response id, signatures.
+    fn finish(&mut self, message: &mut AssistantMessage);
+}
+
+/// Where a [`Decoder`] pushes events; also its view of the message as the consumer sees it.
+#[derive(Debug)]
+pub(crate) struct Emit<'a> {
+    queue: &'a mut VecDeque<AssistantMessageEvent>,
+    state: &'a PartialMessage,
+}
+
+impl Emit<'_> {
+    /// Queues an event.
+    pub(crate) fn push(&mut self, event: AssistantMessageEvent) {
+        self.queue.push_back(event);
+    }
+
+    /// The message built from every event pushed for *earlier* SSE events (not those pushed
+    /// during the current call). Use it to fill `*_end` events without keeping a copy of the
+    /// content in the decoder.
+    pub(crate) fn message(&self) -> &AssistantMessage {
+        self.state.message()
+    }
+
+    /// The raw argument text streamed so far for the tool call at `index` (same rule as
+    /// [`message`](Self::message)).
+    pub(crate) fn tool_arguments_text(&self, index: usize) -> Option<&str> {
+        self.state.tool_arguments_text(index)
+    }
+}
+
+/// The message text of an aborted call (pi's wording).
+pub(crate) const ABORTED: &str = "Request was aborted";
+
+/// Streams one HTTP request through `decoder`. `request` is the provider's request, or the
+/// error that prevented building it (missing key, bad options): then the stream's only
+/// event is that `error`.
+pub(crate) fn stream_http<D: Decoder>(
+    model: &Model,
+    options: &StreamOptions,
+    request: Result<HttpRequest, Error>,
+    decoder: D,
+) -> AssistantMessageEventStream {
+    let initial = AssistantMessage::new(&model.api, &model.provider, &model.id);
+    let prepared = match request.and_then(|r| r.prepare(model, options)) {
+        Ok(prepared) => prepared,
+        Err(error) => return AssistantMessageEventStream::failed(initial, error),
+    };
+    let idle = prepared.idle_timeout;
+    let mut driver = Driver {
+        phase: Phase::Connecting(Box::pin(prepared.send())),
+        decoder,
+        sse: SseDecoder::new(),
+        queue: VecDeque::new(),
+        end: None,
+        token: options.cancel.clone(),
+        cancelled: None,
+        idle,
+        eof: false,
+    };
+    EventStream::from_poll_fn(PartialMessage::new(initial), move |state, cx| {
+        driver.poll(state, cx)
+    })
+}
+
+type ResponseFuture = Pin<Box<dyn Future<Output = Result<reqwest::Response, Error>> + Send>>;
+type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+
+enum Phase {
+    /// Sending, retrying, waiting for the response head.
+    Connecting(ResponseFuture),
+    /// Reading the body; `timer` fires after `idle` without a chunk.
+    Streaming { body: Body, timer: Pin<Box<Sleep>> },
+    /// The connection is released.
+    Finished,
+}
+
+struct Driver<D> {
+    phase: Phase,
+    decoder: D,
+    sse: SseDecoder,
+    /// Events produced and not handed out yet.
+    queue: VecDeque<AssistantMessageEvent>,
+    /// How the stream ends, once known; delivered after `queue` drains.
+    end: Option<Result<(), Error>>,
+    token: Option<CancellationToken>,
+    cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+    idle: Duration,
+    eof: bool,
+}
+
+impl<D: Decoder> Driver<D> {
+    fn poll(
+        &mut self,
+        state: &PartialMessage,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<AssistantMessageEvent>> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Poll::Ready(Some(event));
+            }
+            if let Some(end) = self.end.take() {
+                self.phase = Phase::Finished;
+                return Poll::Ready(Some(self.final_event(end, state)));
+            }
+            if matches!(self.phase, Phase::Finished) {
+                return Poll::Ready(None);
+            }
+            if self.token.as_ref().is_some_and(|t| t.is_cancelled()) {
+                self.abort();
+                continue;
+            }
+            let waiting = match &mut self.phase {
+                Phase::Connecting(response) => match response.as_mut().poll(cx) {
+                    Poll::Ready(Ok(response)) => {
+                        self.queue.push_back(AssistantMessageEvent::Start);
+                        let timer = Box::pin(tokio::time::sleep(self.idle));
+                        self.phase = Phase::Streaming {
+                            body: Box::pin(response.bytes_stream()),
+                            timer,
+                        };
+                        false
+                    }
+                    Poll::Ready(Err(error)) => {
+                        self.end = Some(Err(error));
+                        self.phase = Phase::Finished;
+                        false
+                    }
+                    Poll::Pending => true,
+                },
+                Phase::Streaming { body, timer } => {
+                    let Driver {
+                        sse,
+                        decoder,
+                        queue,
+                        end,
+                        eof,
+                        idle,
+                        ..
+                    } = self;
+                    if let Some(event) = sse.next_event() {
+                        let mut out = Emit { queue, state };
+                        if let Err(error) = decoder.on_event(event, &mut out) {
+                            *end = Some(Err(error));
+                        }
+                        continue;
+                    }
+                    if *eof {
+                        *end = Some(decoder.on_end(&mut Emit { queue, state }));
+                        continue;
+                    }
+                    match body.as_mut().poll_next(cx) {
+                        Poll::Ready(Some(Ok(chunk))) => {
+                            sse.feed(&chunk);
+                            timer.as_mut().reset(Instant::now() + *idle);
+                            false
+                        }
+                        Poll::Ready(Some(Err(error))) => {
+                            *end = Some(Err(stream_error(error)));
+                            false
+                        }
+                        Poll::Ready(None) => {
+                            sse.finish();
+                            *eof = true;
+                            false
+                        }
+                        Poll::Pending => {
+                            if timer.as_mut().poll(cx).is_ready() {
+                                *end = Some(if decoder.is_complete() {
+                                    // Everything arrived; only the close did not.
+                                    sse.finish();
+                                    decoder.on_end(&mut Emit { queue, state })
+                                } else {
+                                    Err(idle_timeout_error(*idle))
+                                });
+                                false
+                            } else {
+                                true
+                            }
+                        }
+                    }
+                }
+                Phase::Finished => false,
+            };
+            if waiting {
+                if self.poll_cancelled(cx) {
+                    self.abort();
+                    continue;
+                }
+                return Poll::Pending;
+            }
+        }
+    }
+
+    /// Registers for cancellation; true when the token is cancelled.
+    fn poll_cancelled(&mut self, cx: &mut TaskContext<'_>) -> bool {
+        let Some(token) = &self.token else {
+            return false;
+        };
+        let cancelled = self
+            .cancelled
+            .get_or_insert_with(|| Box::pin(token.clone().cancelled_owned()));
+        cancelled.as_mut().poll(cx).is_ready()
+    }
+
+    /// Drops the connection and ends with `aborted`, keeping what was streamed.
+    fn abort(&mut self) {
+        self.phase = Phase::Finished;
+        self.queue.clear();
+        self.end = Some(Err(Error::new(ErrorKind::Aborted, ABORTED)));
+    }
+
+    fn final_event(
+        &mut self,
+        end: Result<(), Error>,
+        state: &PartialMessage,
+    ) -> AssistantMessageEvent {
+        let mut message = state.message().clone();
+        self.decoder.finish(&mut message);
+        let end = match end {
+            Ok(()) if message.stop_reason.is_failure() => {
+                Err(Error::new(ErrorKind::Provider, "An unknown error occurred"))
+            }
+            other => other,
+        };
+        match end {
+            Ok(()) => AssistantMessageEvent::Done {
+                reason: message.stop_reason,
+                message,
+            },
+            Err(error) => {
+                message.set_error(error);
+                AssistantMessageEvent::Error {
+                    reason: if message.stop_reason == StopReason::Aborted {
+                        StopReason::Aborted
+                    } else {
+                        StopReason::Error
+                    },
+                    error: message,
+                }
+            }
+        }
+    }
+}
+
+/// A failure while reading the body of a successful response.
+fn stream_error(error: reqwest::Error) -> Error {
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = s.source();
+    }
+    Error::new(
+        ErrorKind::Connection,
+        format!("Connection lost while streaming: {text}"),
+    )
+}

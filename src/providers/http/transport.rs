@@ -1,0 +1,353 @@
+//! The shared HTTP client, request preparation, and sending with retries before the first
+//! byte of the stream.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+
+use super::status::status_error;
+use crate::error::{Error, ErrorKind};
+use crate::model::Model;
+use crate::options::{RetryPolicy, StreamOptions};
+
+/// Most of an error body that is read (the rest is dropped).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// The process-wide client: one connection pool shared by every provider and call, so
+/// consecutive calls to the same endpoint reuse their connection (and TLS session).
+///
+/// Connections belong to the Tokio runtime that opened them; a program that drops its
+/// runtime and starts another gets fresh connections for new calls.
+pub(crate) fn client() -> &'static reqwest::Client {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .connect_timeout(Duration::from_secs(30))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build()
+            .unwrap_or_default()
+    })
+}
+
+/// A provider request before the shared steps: a URL, the provider's own headers (auth,
+/// version, betas) and the JSON body.
+///
+/// [`prepare`](Self::prepare) adds the model's `headers` and the options' `headers` (later
+/// wins, names compared case-insensitively), runs `options.on_payload` on the body and
+/// serializes it.
+#[derive(Debug)]
+pub(crate) struct HttpRequest {
+    url: String,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl HttpRequest {
+    /// A JSON `POST` to `url`.
+    pub(crate) fn post_json(url: impl Into<String>, body: Value) -> Self {
+        HttpRequest {
+            url: url.into(),
+            headers: Vec::new(),
+            body,
+        }
+    }
+
+    /// Adds a provider header (replaced by a model or options header of the same name).
+    #[must_use]
+    pub(crate) fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The JSON body as built by the provider (before `on_payload`).
+    #[cfg(test)]
+    pub(crate) fn body(&self) -> &Value {
+        &self.body
+    }
+
+    /// The URL and the provider's own headers (before the model's and the options').
+    #[cfg(test)]
+    pub(crate) fn parts(&self) -> (&str, &[(String, String)]) {
+        (&self.url, &self.headers)
+    }
+
+    /// Applies the shared steps; an unusable URL or header is a [`ErrorKind::Config`] error.
+    pub(crate) fn prepare(self, model: &Model, options: &StreamOptions) -> Result<Prepared, Error> {
+        let url = reqwest::Url::parse(&self.url).map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                format!("Invalid base URL for model {}: {e}", model.id),
+            )
+        })?;
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let extra = model.headers.iter().chain(options.headers.iter()).flatten();
+        for (name, value) in self.headers.iter().map(|(k, v)| (k, v)).chain(extra) {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header(name))?;
+            let value = HeaderValue::from_str(value).map_err(|_| bad_header(name.as_str()))?;
+            headers.insert(name, value);
+        }
+        let mut body = self.body;
+        if let Some(hook) = &options.on_payload {
+            hook.call(&mut body);
+        }
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| Error::new(ErrorKind::Config, format!("Cannot encode request: {e}")))?;
+        let mut retry = options.retry_policy();
+        // pi's `maxRetries` option, when no policy was set in Rust.
+        if options.retry.is_none()
+            && let Some(n) = options.extra.get("maxRetries").and_then(Value::as_u64)
+        {
+            retry = retry.with_max_retries(u32::try_from(n).unwrap_or(u32::MAX));
+        }
+        let max_delay = match options.max_retry_delay_ms {
+            Some(ms) => retry.max_delay.min(Duration::from_millis(ms)),
+            None => retry.max_delay,
+        };
+        Ok(Prepared {
+            url,
+            headers,
+            body: Bytes::from(body),
+            retry,
+            max_delay,
+            idle_timeout: options.idle_timeout_or_default(),
+        })
+    }
+}
+
+fn bad_header(name: &str) -> Error {
+    // The value is not shown: it may be a key.
+    Error::new(ErrorKind::Config, format!("Invalid request header: {name}"))
+}
+
+/// A request ready to send, with the retry settings of its call.
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    pub(crate) url: reqwest::Url,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+    pub(crate) retry: RetryPolicy,
+    /// The longest wait before a retry, `Retry-After` included.
+    pub(crate) max_delay: Duration,
+    pub(crate) idle_timeout: Duration,
+}
+
+impl Prepared {
+    /// Sends the request until a success status arrives, retrying what may succeed later
+    /// (rate limits, overloaded or unavailable servers, failed connections) with the call's
+    /// [`RetryPolicy`]. Only the response head is awaited: once it is a success, the body
+    /// belongs to the caller and is never retried.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the connection attempt or the wait; nothing is sent twice
+    /// because of it.
+    pub(crate) async fn send(self) -> Result<reqwest::Response, Error> {
+        let mut attempt = 0u32;
+        loop {
+            let error = match self.attempt().await {
+                Ok(response) => return Ok(response),
+                Err(e) => e,
+            };
+            attempt += 1;
+            match self.retry_delay(&error, attempt) {
+                Some(delay) => {
+                    tracing::debug!(attempt, ?delay, error = %error, "retrying model request");
+                    tokio::time::sleep(delay).await;
+                }
+                None => return Err(error),
+            }
+        }
+    }
+
+    async fn attempt(&self) -> Result<reqwest::Response, Error> {
+        let request = client()
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .body(self.body.clone())
+            .send();
+        let response = match tokio::time::timeout(self.idle_timeout, request).await {
+            Err(_) => return Err(idle_timeout_error(self.idle_timeout)),
+            Ok(Err(e)) => return Err(transport_error(e)),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let headers = response.headers().clone();
+        let body = read_bounded(response, self.idle_timeout).await;
+        Err(status_error(status.as_u16(), &headers, &body))
+    }
+
+    /// The wait before retry number `attempt`, or `None` to give up.
+    fn retry_delay(&self, error: &Error, attempt: u32) -> Option<std::time::Duration> {
+        if attempt > self.retry.max_retries {
+            return None;
+        }
+        let retryable = match error.kind() {
+            ErrorKind::RateLimited | ErrorKind::Overloaded | ErrorKind::Connection => true,
+            ErrorKind::Status | ErrorKind::Timeout => {
+                matches!(error.status(), Some(408 | 409) | Some(500..))
+            }
+            _ => false,
+        };
+        if !retryable {
+            return None;
+        }
+        match error.retry_after() {
+            // The server knows best, unless it asks for longer than the caller will wait.
+            Some(after) if after > self.max_delay => None,
+            Some(after) => Some(after),
+            None => Some(self.retry.backoff(attempt).min(self.max_delay)),
+        }
+    }
+}
+
+/// The body of an error response, up to [`MAX_ERROR_BODY`] bytes.
+async fn read_bounded(mut response: reqwest::Response, idle: Duration) -> Vec<u8> {
+    let mut out = Vec::new();
+    while out.len() < MAX_ERROR_BODY {
+        match tokio::time::timeout(idle, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => out.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    out.truncate(MAX_ERROR_BODY);
+    out
+}
+
+/// A failure of the connection or of the HTTP exchange itself (no status).
+pub(crate) fn transport_error(error: reqwest::Error) -> Error {
+    let error = error.without_url();
+    let kind = if error.is_timeout() {
+        ErrorKind::Timeout
+    } else if error.is_builder() {
+        // A request reqwest refused to build is not a network problem.
+        ErrorKind::Config
+    } else if error.is_decode() {
+        ErrorKind::InvalidResponse
+    } else {
+        ErrorKind::Connection
+    };
+    Error::new(kind, format!("Connection error: {}", error_chain(&error)))
+}
+
+/// The error for a body that stopped arriving for longer than the idle timeout.
+pub(crate) fn idle_timeout_error(idle: Duration) -> Error {
+    Error::new(
+        ErrorKind::Timeout,
+        format!(
+            "Request timed out: no data from the provider for {} s",
+            idle.as_secs_f64()
+        ),
+    )
+}
+
+/// `error` and its sources, `: `-separated, without repeats.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepared(policy: RetryPolicy, max_delay: Duration) -> Prepared {
+        Prepared {
+            url: reqwest::Url::parse("http://127.0.0.1:1/").unwrap(),
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+            retry: policy,
+            max_delay,
+            idle_timeout: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn retry_decisions() {
+        let p = prepared(RetryPolicy::default(), Duration::from_secs(10));
+        let rate = Error::new(ErrorKind::RateLimited, "429").with_status(429);
+        assert_eq!(p.retry_delay(&rate, 1), Some(Duration::from_secs(1)));
+        assert_eq!(p.retry_delay(&rate, 2), Some(Duration::from_secs(2)));
+        assert_eq!(p.retry_delay(&rate, 3), None, "budget of 2 retries");
+        let asked = rate.clone().with_retry_after(Some(Duration::from_secs(5)));
+        assert_eq!(p.retry_delay(&asked, 1), Some(Duration::from_secs(5)));
+        let too_long = rate.clone().with_retry_after(Some(Duration::from_secs(11)));
+        assert_eq!(p.retry_delay(&too_long, 1), None);
+        let quota = Error::new(ErrorKind::QuotaExceeded, "429 insufficient_quota").with_status(429);
+        assert_eq!(p.retry_delay(&quota, 1), None);
+        let bad = Error::new(ErrorKind::Status, "400").with_status(400);
+        assert_eq!(p.retry_delay(&bad, 1), None);
+        let none = prepared(RetryPolicy::none(), Duration::from_secs(10));
+        assert_eq!(none.retry_delay(&rate, 1), None);
+    }
+
+    #[test]
+    fn headers_merge_model_then_options() {
+        let model = Model::new("m", "x", "p", "http://127.0.0.1:9/").with_header("X-A", "model");
+        let options = StreamOptions::new().with_header("x-a", "options");
+        let p = HttpRequest::post_json("http://127.0.0.1:9/v1", serde_json::json!({}))
+            .header("x-a", "provider")
+            .header("x-b", "provider")
+            .prepare(&model, &options)
+            .unwrap();
+        assert_eq!(p.headers["x-a"], "options");
+        assert_eq!(p.headers["x-b"], "provider");
+        assert_eq!(p.headers["content-type"], "application/json");
+        let bad = HttpRequest::post_json("http://127.0.0.1:9/v1", serde_json::json!({}))
+            .header("x-key", "secret\nvalue")
+            .prepare(&model, &StreamOptions::new())
+            .unwrap_err();
+        assert!(!bad.message().contains("secret"));
+        assert_eq!(bad.kind(), ErrorKind::Config);
+    }
+
+    #[test]
+    fn pi_max_retries_option() {
+        let model = Model::new("m", "x", "p", "");
+        let request = || HttpRequest::post_json("http://127.0.0.1:9/v1", serde_json::json!({}));
+        let options = StreamOptions::new().with_extra("maxRetries", 5.into());
+        assert_eq!(
+            request()
+                .prepare(&model, &options)
+                .unwrap()
+                .retry
+                .max_retries,
+            5
+        );
+        let explicit = options.with_retry(RetryPolicy::none());
+        assert_eq!(
+            request()
+                .prepare(&model, &explicit)
+                .unwrap()
+                .retry
+                .max_retries,
+            0
+        );
+    }
+
+    #[test]
+    fn on_payload_sees_the_body() {
+        let model = Model::new("m", "x", "p", "");
+        let options = StreamOptions::new().with_on_payload(|b| b["added"] = true.into());
+        let p = HttpRequest::post_json("http://127.0.0.1:9/v1", serde_json::json!({"a": 1}))
+            .prepare(&model, &options)
+            .unwrap();
+        assert_eq!(&p.body[..], br#"{"a":1,"added":true}"#);
+    }
+}
