@@ -44,7 +44,7 @@ async fn get_weather(args: WeatherArgs, _cx: ToolContext) -> Result<AgentToolRes
 /// What the agent talks to.
 enum Choice {
     /// A model of a built-in provider, whose API key is set.
-    Real(Model),
+    Real(Box<Model>),
     /// The offline stand-in.
     Faux(FauxProvider),
 }
@@ -59,7 +59,7 @@ fn choose_model() -> Choice {
         };
         let built_in = ApiRegistry::global().get(&model.api).is_some();
         if built_in && pi_engine::env_api_key(provider).is_some() {
-            return Choice::Real(model);
+            return Choice::Real(Box::new(model));
         }
     }
     Choice::Faux(scripted_model())
@@ -156,7 +156,7 @@ async fn run(
             get_weather,
         ));
     let builder = match choice {
-        Choice::Real(model) => builder.default_model(model),
+        Choice::Real(model) => builder.default_model(*model),
         Choice::Faux(faux) => builder
             .default_model(faux.model())
             .models([faux.model()])

@@ -3,6 +3,8 @@
 //! time), model switching (a smaller window compacts first), tree navigation with a branch
 //! summary, statistics — and a session it writes opened by pi 0.73.1 itself.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -1462,4 +1464,80 @@ async fn a_navigated_branch_records_the_model_and_level_in_force() {
     assert_eq!(reopened.thinking_level(), ThinkingLevel::Off);
     assert_eq!(reopened.messages(), expected);
     assert_eq!(roles(&expected), ["user", "assistant"]);
+}
+
+// ----- one retry budget, end to end over HTTP -------------------------------------------
+
+fn anthropic_model(url: &str) -> Model {
+    Model::new("claude-test", "anthropic-messages", "anthropic", url)
+        .with_context_window(200_000)
+        .with_max_tokens(4096)
+}
+
+fn overloaded(retry_after: Option<&str>) -> support::Reply {
+    let headers: Vec<(&str, &str)> = retry_after
+        .map(|r| ("retry-after", r))
+        .into_iter()
+        .collect();
+    support::Reply::status(
+        529,
+        &headers,
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+    )
+}
+
+fn anthropic_text_reply() -> support::Reply {
+    support::Reply::sse(&[support::anthropic_sse(&[
+        r#"{"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":10,"output_tokens":1}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5}}"#,
+        r#"{"type":"message_stop"}"#,
+    ])])
+}
+
+/// The real Anthropic provider against a local server: the session's retries are the only
+/// ones (the provider's own are off), so four failures are four requests, not twelve.
+#[tokio::test(start_paused = true)]
+async fn over_http_a_model_call_has_one_budget_of_attempts() {
+    let server = support::MockServer::start(vec![
+        overloaded(None),
+        overloaded(Some("7")),
+        overloaded(None),
+        overloaded(None),
+        anthropic_text_reply(),
+    ])
+    .await;
+    let model = anthropic_model(server.url());
+    let mut registry = pi_engine::ModelRegistry::new();
+    registry.set_api_key("anthropic", "sk-ant-test");
+    let session = AgentSession::builder(SessionManager::in_memory("/p"))
+        .registry(registry)
+        .default_model(model.clone())
+        .models([model])
+        .thinking_level(ThinkingLevel::Off)
+        .build()
+        .unwrap();
+    let rec = Recorder::attach(&session);
+    let t0 = tokio::time::Instant::now();
+    session.prompt("hi").await.unwrap();
+    assert_eq!(server.requests().len(), 4, "no provider-level retries");
+    assert_eq!(
+        retry_events(&rec),
+        [
+            retry_start(1, 2000, "529 overloaded_error: Overloaded"),
+            retry_start(2, 7000, "529 overloaded_error: Overloaded"),
+            retry_start(3, 8000, "529 overloaded_error: Overloaded"),
+            retry_end(false, 3, Some("529 overloaded_error: Overloaded")),
+        ]
+    );
+    assert_eq!(t0.elapsed(), Duration::from_secs(2 + 7 + 8));
+    assert_eq!(
+        server.requests()[0].header("x-api-key"),
+        Some("sk-ant-test")
+    );
+    // The next prompt gets a fresh budget and succeeds on the server's next reply.
+    session.prompt("again").await.unwrap();
+    assert_eq!(session.last_assistant_text().as_deref(), Some("Hello"));
 }
