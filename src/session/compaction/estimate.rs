@@ -4,6 +4,8 @@
 //! Lengths are counted in UTF-16 code units, as JavaScript's `String.length` counts them, so
 //! the estimates (and the cut points that follow from them) are pi's to the token.
 
+use std::borrow::Borrow;
+
 use serde_json::Value;
 
 use crate::agent::AgentMessage;
@@ -101,10 +103,7 @@ pub fn estimate_tokens(message: &AgentMessage) -> u64 {
                     AssistantContent::Text(t) => js_len(&t.text),
                     AssistantContent::Thinking(t) => js_len(&t.thinking),
                     AssistantContent::ToolCall(call) => {
-                        js_len(&call.name)
-                            + js_len(&crate::json::js::to_string(&Value::Object(
-                                call.arguments.clone(),
-                            )))
+                        js_len(&call.name) + crate::json::js::stringified_map_len(&call.arguments)
                     }
                 })
                 .sum(),
@@ -156,22 +155,25 @@ pub fn estimate_context_tokens(messages: &[AgentMessage]) -> ContextEstimate {
 
 /// [`estimate_context_tokens`], trusting only the usage of replies `trust` accepts (a reply
 /// sent before a compaction reports the old, larger context).
-pub(crate) fn estimate_context_tokens_where(
-    messages: &[AgentMessage],
+pub(crate) fn estimate_context_tokens_where<M: Borrow<AgentMessage>>(
+    messages: &[M],
     trust: impl Fn(&AssistantMessage) -> bool,
 ) -> ContextEstimate {
     let last = messages
         .iter()
         .enumerate()
         .rev()
-        .find_map(|(i, m)| match m {
+        .find_map(|(i, m)| match m.borrow() {
             AgentMessage::Assistant(a) => valid_usage(a).map(|u| (i, a, u)),
             _ => None,
         });
     match last {
         Some((index, reply, usage)) if trust(reply) => {
             let usage_tokens = calculate_context_tokens(usage);
-            let trailing_tokens = messages[index + 1..].iter().map(estimate_tokens).sum();
+            let trailing_tokens = messages[index + 1..]
+                .iter()
+                .map(|m| estimate_tokens(m.borrow()))
+                .sum();
             ContextEstimate {
                 tokens: usage_tokens + trailing_tokens,
                 usage_tokens,
@@ -180,7 +182,7 @@ pub(crate) fn estimate_context_tokens_where(
             }
         }
         _ => {
-            let estimated = messages.iter().map(estimate_tokens).sum();
+            let estimated = messages.iter().map(|m| estimate_tokens(m.borrow())).sum();
             ContextEstimate {
                 tokens: estimated,
                 usage_tokens: 0,

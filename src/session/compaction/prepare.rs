@@ -1,8 +1,10 @@
 //! What a compaction summarizes and keeps (pi's `prepareCompaction`).
 
+use std::borrow::Cow;
+
 use super::CompactionSettings;
 use super::cut_point::find_cut_point;
-use super::estimate::estimate_context_tokens;
+use super::estimate::estimate_context_tokens_where;
 use super::file_ops::FileOperations;
 use crate::agent::{AgentMessage, CustomMessageType};
 use crate::session::time::iso_to_millis;
@@ -70,13 +72,27 @@ pub(crate) fn entry_message(entry: &SessionEntry, compactions: bool) -> Option<A
 /// The context of a branch given as its entries from the root (pi's `buildSessionContext`
 /// on a path): the latest compaction's summary, the entries it kept, and what follows.
 pub fn path_context(path: &[SessionEntry]) -> Vec<AgentMessage> {
-    let context_message = |entry: &SessionEntry| match entry {
+    path_context_refs(path)
+        .into_iter()
+        .map(Cow::into_owned)
+        .collect()
+}
+
+/// What an entry adds to a context: its message (borrowed), a custom message or a non-empty
+/// branch summary.
+fn context_message(entry: &SessionEntry) -> Option<Cow<'_, AgentMessage>> {
+    match entry {
+        SessionEntry::Message(m) => Some(Cow::Borrowed(&m.message)),
         SessionEntry::BranchSummary(b) if b.summary.is_empty() => None,
-        SessionEntry::Message(_)
-        | SessionEntry::CustomMessage(_)
-        | SessionEntry::BranchSummary(_) => entry_message(entry, false),
+        SessionEntry::CustomMessage(_) | SessionEntry::BranchSummary(_) => {
+            entry_message(entry, false).map(Cow::Owned)
+        }
         _ => None,
-    };
+    }
+}
+
+/// [`path_context`], borrowing the messages of message entries.
+fn path_context_refs(path: &[SessionEntry]) -> Vec<Cow<'_, AgentMessage>> {
     let compaction = path
         .iter()
         .rposition(|e| matches!(e, SessionEntry::Compaction(_)));
@@ -86,7 +102,10 @@ pub fn path_context(path: &[SessionEntry]) -> Vec<AgentMessage> {
     let SessionEntry::Compaction(entry) = &path[c] else {
         unreachable!("found above")
     };
-    let mut messages: Vec<AgentMessage> = entry_message(&path[c], true).into_iter().collect();
+    let mut messages: Vec<Cow<'_, AgentMessage>> = entry_message(&path[c], true)
+        .map(Cow::Owned)
+        .into_iter()
+        .collect();
     if let Some(first) = path[..c]
         .iter()
         .position(|e| e.id() == entry.first_kept_entry_id)
@@ -136,7 +155,7 @@ pub fn prepare_compaction(
         SessionEntry::Compaction(c) => Some(c.summary.clone()),
         _ => None,
     });
-    let tokens_before = estimate_context_tokens(&path_context(path)).tokens;
+    let tokens_before = estimate_context_tokens_where(&path_context_refs(path), |_| true).tokens;
     let cut = find_cut_point(path, start, path.len(), settings.keep_recent_tokens);
     let first_kept = path.get(cut.first_kept_entry_index)?;
     if first_kept.id().is_empty() {
