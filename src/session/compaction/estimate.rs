@@ -16,8 +16,14 @@ pub const IMAGE_CHARS: u64 = 4800;
 
 /// `s.length` in JavaScript.
 pub(crate) fn js_len(s: &str) -> u64 {
-    // Characters outside the BMP are two UTF-16 units; everything else one.
-    s.chars().map(|c| c.len_utf16() as u64).sum()
+    if s.is_ascii() {
+        return s.len() as u64;
+    }
+    // One unit per character (every byte that does not continue one), two for characters
+    // outside the BMP (those with a four-byte lead).
+    s.bytes()
+        .map(|b| u64::from(b & 0xC0 != 0x80) + u64::from(b >= 0xF0))
+        .sum()
 }
 
 /// The context size a reply's usage reports (pi's `calculateContextTokens`): `totalTokens`
@@ -210,6 +216,15 @@ mod tests {
     fn lengths_are_utf16() {
         assert_eq!(js_len("héllo"), 5);
         assert_eq!(js_len("😀"), 2);
+        for s in [
+            "",
+            "abc",
+            "é€😀x",
+            "日本語テキスト",
+            "\u{7f}\u{80}\u{7ff}\u{800}\u{ffff}\u{10000}",
+        ] {
+            assert_eq!(js_len(s), s.encode_utf16().count() as u64, "{s}");
+        }
         assert_eq!(estimate_tokens(&UserMessage::text("😀😀😀").into()), 2);
     }
 
