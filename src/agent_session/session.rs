@@ -1038,3 +1038,32 @@ impl AgentSession {
         (!text.is_empty()).then(|| text.to_owned())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_and_its_futures_are_send() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<F: std::future::Future + Send>(_: F) {}
+        send_sync::<AgentSession>();
+        let model = Model::new("m", "faux", "faux", "");
+        let session = AgentSession::builder(SessionManager::in_memory("/p"))
+            .default_model(model.clone())
+            .stream_fn(|m, _, _| {
+                AssistantMessageEventStream::failed(
+                    AssistantMessage::new(&m.api, &m.provider, &m.id),
+                    Error::from_message("unused"),
+                )
+            })
+            .build()
+            .unwrap();
+        send(session.prompt("hi"));
+        send(session.continue_run());
+        send(session.compact(None));
+        send(session.set_model(model));
+        send(session.navigate_tree("x", super::super::NavigateOptions::new()));
+        send(session.wait_for_idle());
+    }
+}

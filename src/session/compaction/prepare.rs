@@ -142,7 +142,7 @@ pub(crate) fn boundary(path: &[SessionEntry]) -> (usize, Option<usize>) {
 /// The part after the previous compaction's kept entries is cut with
 /// [`find_cut_point`](super::find_cut_point); what precedes the cut (or the start of a split
 /// turn) is summarized, a split turn's first part separately; `tokens_before` is the
-/// [`estimate_context_tokens`] of the branch's context.
+/// [`estimate_context_tokens`](super::estimate_context_tokens) of the branch's context.
 pub fn prepare_compaction(
     path: &[SessionEntry],
     settings: &CompactionSettings,
