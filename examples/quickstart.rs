@@ -1,17 +1,29 @@
-//! An agent with a tool: the model calls `get_weather`, reads the result and answers, and the
-//! reply is printed as it streams.
+//! A persistent agent with a tool: the conversation lives in a session file, so the second
+//! run continues the first.
 //!
 //! ```text
-//! cargo run --example quickstart
+//! cargo run --example quickstart            # first run: asks about the weather
+//! cargo run --example quickstart            # second run: "what did you tell me?"
+//! cargo run --example quickstart -- ./chats # keep the sessions in ./chats
 //! ```
 //!
-//! Runs offline on the faux provider, which plays the model's part from a script.
+//! Sessions are kept in the directory given as the first argument, else in
+//! `$PI_QUICKSTART_DIR`, else in `pi-quickstart` under the temporary directory. Delete it to
+//! start over. The files are pi's: `pi --session <file>` opens them too.
+//!
+//! Runs offline on the faux provider, which plays the model's part from a script, unless
+//! [`choose_model`] finds a real model with an API key.
 
 use std::io::Write;
+use std::path::PathBuf;
 
-use pi_engine::agent::{Agent, AgentEvent, AgentToolResult, ToolContext, ToolError, TypedTool};
-use pi_engine::providers::faux::{Chunking, FauxProvider, FauxResponse};
-use pi_engine::{ApiProvider, AssistantContent, AssistantMessageEvent, Message};
+use pi_engine::agent::{AgentEvent, AgentToolResult, ToolContext, ToolError, TypedTool};
+use pi_engine::agent_session::{AgentSession, AgentSessionEvent, SessionEvent};
+use pi_engine::providers::faux::{Chunking, FauxProvider, FauxRequest, FauxResponse};
+use pi_engine::session::SessionOptions;
+use pi_engine::{
+    ApiProvider, ApiRegistry, AssistantContent, AssistantMessageEvent, Message, Model,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -29,7 +41,32 @@ async fn get_weather(args: WeatherArgs, _cx: ToolContext) -> Result<AgentToolRes
     Ok(AgentToolResult::text(report).with_details(json!({"celsius": 21})))
 }
 
-/// The scripted model: a tool call, then an answer that uses the tool's result.
+/// What the agent talks to.
+enum Choice {
+    /// A model of a built-in provider, whose API key is set.
+    Real(Box<Model>),
+    /// The offline stand-in.
+    Faux(FauxProvider),
+}
+
+/// Picks the model: a real one when its provider is built in and its API key is in the
+/// environment, else the scripted faux model. Model selection lives here alone.
+fn choose_model() -> Choice {
+    let wanted = [("anthropic", "claude-sonnet-4-5")];
+    for (provider, id) in wanted {
+        let Some(model) = pi_engine::get_model(provider, id) else {
+            continue;
+        };
+        let built_in = ApiRegistry::global().get(&model.api).is_some();
+        if built_in && pi_engine::env_api_key(provider).is_some() {
+            return Choice::Real(Box::new(model));
+        }
+    }
+    Choice::Faux(scripted_model())
+}
+
+/// The scripted model. It answers from what it is sent, so the second run shows that the
+/// first conversation came back from the file.
 fn scripted_model() -> FauxProvider {
     let faux = FauxProvider::builder()
         .chunking(Chunking::Tokens {
@@ -39,96 +76,182 @@ fn scripted_model() -> FauxProvider {
         })
         .tokens_per_second(80.0)
         .build();
-    faux.push(FauxResponse::content(vec![
-        AssistantContent::thinking("The user wants the weather in Lisbon; I have a tool for it."),
-        AssistantContent::tool_call("call_1", "get_weather", json!({"city": "Lisbon"})),
-    ]));
-    // The answer is computed from the request, so it shows what the tool returned.
-    faux.push(FauxResponse::respond(|request| {
-        let report = request
-            .context
-            .messages
-            .iter()
-            .rev()
-            .find_map(|m| match m {
-                Message::ToolResult(r) => Some(r.text()),
-                _ => None,
-            })
-            .unwrap_or_else(|| "no report".into());
-        FauxResponse::text(format!(
-            "Here is the weather: {report}. A good day for a walk."
-        ))
-    }));
+    for _ in 0..8 {
+        faux.push(FauxResponse::respond(answer));
+    }
     faux
 }
 
-/// Builds the agent, runs one prompt and returns the final answer.
-async fn run(faux: FauxProvider, echo: bool) -> String {
-    let model = faux.model();
-    let agent = Agent::builder(model)
+/// One reply of the scripted model.
+fn answer(request: &FauxRequest) -> FauxResponse {
+    let texts: Vec<(bool, String)> = request
+        .context
+        .messages
+        .iter()
+        .map(|m| match m {
+            Message::User(u) => (true, u.content.text()),
+            Message::ToolResult(r) => (false, r.text()),
+            Message::Assistant(a) => (false, a.text()),
+            _ => (false, String::new()),
+        })
+        .collect();
+    let last = request.context.messages.last();
+    let question = texts
+        .iter()
+        .rev()
+        .find(|(user, _)| *user)
+        .map(|(_, t)| t.as_str());
+    let report = request.context.messages.iter().rev().find_map(|m| match m {
+        Message::ToolResult(r) => Some(r.text()),
+        _ => None,
+    });
+    match (last, question) {
+        (Some(Message::ToolResult(r)), _) => FauxResponse::text(format!(
+            "Here is the weather: {}. A good day for a walk.",
+            r.text()
+        )),
+        (_, Some(q)) if q.contains("weather") => FauxResponse::content(vec![
+            AssistantContent::thinking("The user wants the weather; I have a tool for it."),
+            AssistantContent::tool_call("call_1", "get_weather", json!({"city": "Lisbon"})),
+        ]),
+        (_, Some(_)) => {
+            let name = texts
+                .iter()
+                .filter(|(user, _)| *user)
+                .find_map(|(_, t)| t.split("I'm ").nth(1))
+                .and_then(|rest| rest.split(|c: char| !c.is_alphanumeric()).next())
+                .unwrap_or("a stranger");
+            let told = report.unwrap_or_else(|| "nothing yet".into());
+            FauxResponse::text(format!(
+                "You are {name}, and I told you the weather: {told}."
+            ))
+        }
+        _ => FauxResponse::text("Hello!"),
+    }
+}
+
+/// Where sessions are kept.
+fn session_dir() -> PathBuf {
+    std::env::args_os()
+        .nth(1)
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("PI_QUICKSTART_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| std::env::temp_dir().join("pi-quickstart"))
+}
+
+/// Opens the most recent session in `dir` (or starts one), sends the next prompt of the
+/// demo, and returns the final answer.
+async fn run(
+    dir: PathBuf,
+    choice: Choice,
+    echo: bool,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let options = SessionOptions::new().with_session_dir(&dir);
+    let session_manager = options.continue_recent("/quickstart")?;
+    let builder = AgentSession::builder(session_manager)
         .system_prompt("You are a helpful assistant. Use tools when they help.")
         .tool(TypedTool::new(
             "get_weather",
             "Current weather in a city",
             get_weather,
-        ))
-        .stream_fn(move |model, context, options| faux.stream(model, context, options))
-        .build();
+        ));
+    let builder = match choice {
+        Choice::Real(model) => builder.default_model(*model),
+        Choice::Faux(faux) => builder
+            .default_model(faux.model())
+            .models([faux.model()])
+            .stream_fn(move |model, context, options| faux.stream(model, context, options)),
+    };
+    let session = builder.build()?;
     if echo {
-        agent.subscribe(|event, _agent| {
-            match event {
-                AgentEvent::MessageUpdate {
-                    assistant_message_event,
-                } => match assistant_message_event {
-                    AssistantMessageEvent::ThinkingStart { .. } => print!("[thinking] "),
-                    AssistantMessageEvent::ThinkingDelta { delta, .. }
-                    | AssistantMessageEvent::TextDelta { delta, .. } => print!("{delta}"),
-                    AssistantMessageEvent::ThinkingEnd { .. }
-                    | AssistantMessageEvent::TextEnd { .. } => println!(),
-                    _ => {}
-                },
-                AgentEvent::ToolExecutionStart {
-                    tool_name, args, ..
-                } => println!(
-                    "[tool] {tool_name} {}",
-                    serde_json::Value::Object(args.clone())
-                ),
-                AgentEvent::ToolExecutionEnd { result, .. } => {
-                    println!("[tool result] {}", result.text_content())
-                }
-                _ => {}
-            }
-            let _ = std::io::stdout().flush();
-        });
+        session.subscribe(print_event);
     }
-    if let Err(e) = agent.prompt("What's the weather in Lisbon?").await {
-        eprintln!("error: {e}");
+    let prompt = if session.messages().is_empty() {
+        "Hi, I'm Ada. What's the weather in Lisbon?"
+    } else {
+        "Remind me: who am I, and what did you tell me?"
+    };
+    if echo {
+        println!("> {prompt}");
     }
-    if let Some(error) = agent.error_message() {
+    session.prompt(prompt).await?;
+    if let Some(error) = session.error_message() {
         eprintln!("error: {error}");
     }
-    agent
-        .messages()
-        .last()
-        .and_then(|m| m.as_assistant())
-        .map(|m| m.text())
-        .unwrap_or_default()
+    if echo && let Some(file) = session.session_file() {
+        println!("(session: {})", file.display());
+    }
+    Ok(session.last_assistant_text().unwrap_or_default())
+}
+
+fn print_event(event: &AgentSessionEvent) {
+    match event {
+        AgentSessionEvent::Agent(AgentEvent::MessageUpdate {
+            assistant_message_event,
+        }) => match assistant_message_event {
+            AssistantMessageEvent::ThinkingStart { .. } => print!("[thinking] "),
+            AssistantMessageEvent::ThinkingDelta { delta, .. }
+            | AssistantMessageEvent::TextDelta { delta, .. } => print!("{delta}"),
+            AssistantMessageEvent::ThinkingEnd { .. } | AssistantMessageEvent::TextEnd { .. } => {
+                println!()
+            }
+            _ => {}
+        },
+        AgentSessionEvent::Agent(AgentEvent::ToolExecutionStart {
+            tool_name, args, ..
+        }) => println!(
+            "[tool] {tool_name} {}",
+            serde_json::Value::Object(args.clone())
+        ),
+        AgentSessionEvent::Agent(AgentEvent::ToolExecutionEnd { result, .. }) => {
+            println!("[tool result] {}", result.text_content())
+        }
+        AgentSessionEvent::Session(SessionEvent::AutoRetryStart {
+            attempt, delay_ms, ..
+        }) => println!("[retry {attempt} in {delay_ms} ms]"),
+        AgentSessionEvent::Session(SessionEvent::CompactionStart { .. }) => {
+            println!("[compacting the conversation]")
+        }
+        _ => {}
+    }
+    let _ = std::io::stdout().flush();
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    println!("> What's the weather in Lisbon?   (faux model, offline)");
-    run(scripted_model(), true).await;
+    let choice = choose_model();
+    if let Choice::Faux(_) = choice {
+        println!("(faux model, offline)");
+    }
+    if let Err(e) = run(session_dir(), choice, true).await {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[tokio::test(start_paused = true)]
-    async fn answers_with_the_tool_result() {
-        let answer = super::run(super::scripted_model(), false).await;
+    async fn the_second_run_continues_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = run(dir.path().into(), Choice::Faux(scripted_model()), false)
+            .await
+            .unwrap();
         assert_eq!(
-            answer,
+            first,
             "Here is the weather: Lisbon: 21 °C, sunny, light wind. A good day for a walk."
         );
+        // A new process would start here: a new model, the same directory.
+        let second = run(dir.path().into(), Choice::Faux(scripted_model()), false)
+            .await
+            .unwrap();
+        assert_eq!(
+            second,
+            "You are Ada, and I told you the weather: Lisbon: 21 °C, sunny, light wind."
+        );
+        let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(files.len(), 1, "one session file, continued");
     }
 }

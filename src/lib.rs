@@ -10,7 +10,8 @@
 //!    streaming protocol ([`AssistantMessageEvent`]) over many providers, the
 //!    [`ApiRegistry`], and a scripted [faux provider](providers::faux) for tests.
 //! 2. **Agent layer** — `Agent` and its ReAct loop (tools, steering, follow-ups).
-//! 3. **Session layer** — pi-compatible JSONL session trees and compaction.
+//! 3. **Session layer** — pi-compatible JSONL session trees and compaction; on top of it,
+//!    [`AgentSession`](agent_session::AgentSession): a persistent agent.
 //! 4. **Tools** — built-in coding tools.
 //!
 //! ## A first call
@@ -61,6 +62,7 @@
 #![allow(clippy::large_enum_variant)]
 
 pub mod agent;
+pub mod agent_session;
 mod env_keys;
 mod error;
 mod event;

@@ -28,6 +28,48 @@ pub(crate) fn write_compact(out: &mut String, value: &Value) {
     write_value(out, value, None);
 }
 
+/// `JSON.stringify(value).length`: the length in UTF-16 units of the compact form, computed
+/// without writing it.
+pub(crate) fn stringified_len(value: &Value) -> u64 {
+    match value {
+        Value::Null => 4,
+        Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(n) => number_to_string(n.as_f64().unwrap_or(0.0)).len() as u64,
+        Value::String(s) => string_len(s),
+        Value::Array(items) => {
+            2 + items.iter().map(stringified_len).sum::<u64>()
+                + items.len().saturating_sub(1) as u64
+        }
+        Value::Object(map) => stringified_map_len(map),
+    }
+}
+
+/// [`stringified_len`] of an object.
+pub(crate) fn stringified_map_len(map: &Map<String, Value>) -> u64 {
+    2 + map
+        .iter()
+        .map(|(k, v)| string_len(k) + 1 + stringified_len(v))
+        .sum::<u64>()
+        + map.len().saturating_sub(1) as u64
+}
+
+fn string_len(s: &str) -> u64 {
+    2 + s
+        .chars()
+        .map(|c| match c {
+            '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf16() as u64,
+        })
+        .sum::<u64>()
+}
+
+/// `Object.entries(map)`: the members in JavaScript's key order.
+pub(crate) fn entries(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
+    js_key_order(map)
+}
+
 /// `String(number)`: how JavaScript writes a double.
 pub(crate) fn number_to_string(x: f64) -> String {
     if x == 0.0 {
@@ -223,5 +265,31 @@ mod tests {
             to_string(&v),
             r#"{"2":true,"b":[1,[],{},{"c":null}],"a":"q\"\\\n\u0001é","x":1e+21}"#
         );
+    }
+
+    #[test]
+    fn compact_form_of_scalars_and_index_keys() {
+        let v = json!({"b": [1, 2.5, [], {}], "a": "é\"", "1": null, "x": 5.0});
+        assert_eq!(
+            to_string(&v),
+            r#"{"1":null,"b":[1,2.5,[],{}],"a":"é\"","x":5}"#
+        );
+        assert_eq!(to_string(&json!("s")), r#""s""#);
+    }
+
+    #[test]
+    fn stringified_length_without_stringifying() {
+        for v in [
+            json!({"b": [1, 2.5, [], {}], "a": "é\"\u{1}\n😀", "1": null, "x": 5.0, "t": true, "f": false}),
+            json!([]),
+            json!("plain"),
+            json!({"path": "src/main.rs", "oldText": "fn main() {\n\t}\n", "n": 1e21}),
+        ] {
+            assert_eq!(
+                stringified_len(&v),
+                to_string(&v).encode_utf16().count() as u64,
+                "{v}"
+            );
+        }
     }
 }

@@ -919,6 +919,21 @@ impl SessionManager {
         }
     }
 
+    /// The ids of the entries from the root to `from` (default: the leaf), from the index:
+    /// nothing is read. Empty when `from` does not exist.
+    pub fn branch_ids(&self, from: Option<&str>) -> Vec<&str> {
+        let start = match from {
+            Some(id) => self.data.index.get(id),
+            None => self.leaf,
+        };
+        start
+            .map(|s| self.data.index.path_to(s))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|i| &*self.data.index.node(i).id)
+            .collect()
+    }
+
     /// What the agent continues from: the messages from the root to the leaf (a compaction
     /// replaces what it summarized; branch summaries in place), and the model and thinking
     /// level in force at the leaf. Reads only the entries it returns.

@@ -69,6 +69,12 @@
 //! * a cycle in the parent links stops the walk with a warning; pi loops forever;
 //! * [`SessionInfo`] has no `allMessagesText` (pi's listings hold every message's text).
 //!
+//! ## Compaction
+//!
+//! [`compaction`] is pi's compaction and branch summarization, to the token: the context-size
+//! estimate, the cut point, what is summarized, pi's prompts, the file lists. It is what
+//! [`AgentSession`](crate::agent_session::AgentSession) runs automatically.
+//!
 //! ## Messages
 //!
 //! The session layer's roles — `bashExecution`, `custom`, `compactionSummary`,
@@ -76,6 +82,7 @@
 //! ([`BashExecutionMessage`], [`ExtensionMessage`], [`CompactionSummaryMessage`],
 //! [`BranchSummaryMessage`]); [`convert_to_llm`] gives the model pi's exact texts for them.
 
+pub mod compaction;
 mod context;
 mod entry;
 mod error;

@@ -1,0 +1,440 @@
+//! [`AgentSessionBuilder`], and restoring a session's model, thinking level and context
+//! (pi's `createAgentSession`).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::error::AgentSessionError;
+use super::session::{AgentSession, Inner, Parts, ScopedModel, State, TransformFn};
+use super::settings::{AgentSessionSettings, DEFAULT_THINKING_LEVEL};
+use crate::agent::{Agent, AgentHooks, AgentMessage, AgentTool, StreamFn, ToolExecutionMode};
+use crate::event_stream::AssistantMessageEventStream;
+use crate::message::Context;
+use crate::model::Model;
+use crate::models::ModelRegistry;
+use crate::options::StreamOptions;
+use crate::session::{EntryType, SessionManager, to_llm};
+use crate::thinking::{ThinkingLevel, clamp_thinking_level};
+
+/// Configures an [`AgentSession`]. Only the session manager is required — and a model,
+/// unless the session has one the registry knows.
+#[must_use]
+pub struct AgentSessionBuilder {
+    session: SessionManager,
+    registry: ModelRegistry,
+    models: Vec<Model>,
+    model: Option<Model>,
+    default_model: Option<Model>,
+    thinking_level: Option<ThinkingLevel>,
+    system_prompt: String,
+    tools: Vec<Arc<dyn AgentTool>>,
+    settings: AgentSessionSettings,
+    scoped_models: Vec<ScopedModel>,
+    stream: Option<Arc<dyn StreamFn>>,
+    options: StreamOptions,
+    hooks: AgentHooks,
+    transform: Option<Arc<TransformFn>>,
+    tool_execution: ToolExecutionMode,
+    max_turns: Option<usize>,
+}
+
+impl fmt::Debug for AgentSessionBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentSessionBuilder")
+            .field("session", &self.session.session_id())
+            .field("model", &self.model.as_ref().map(|m| &m.id))
+            .field("default_model", &self.default_model.as_ref().map(|m| &m.id))
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentSession {
+    /// Configures an agent session over `session` (new or reopened).
+    pub fn builder(session: SessionManager) -> AgentSessionBuilder {
+        AgentSessionBuilder {
+            session,
+            registry: ModelRegistry::new(),
+            models: Vec::new(),
+            model: None,
+            default_model: None,
+            thinking_level: None,
+            system_prompt: String::new(),
+            tools: Vec::new(),
+            settings: AgentSessionSettings::default(),
+            scoped_models: Vec::new(),
+            stream: None,
+            options: StreamOptions::new(),
+            hooks: AgentHooks::new(),
+            transform: None,
+            tool_execution: ToolExecutionMode::Parallel,
+            max_turns: None,
+        }
+    }
+}
+
+impl AgentSessionBuilder {
+    /// The models and credentials. Default: [`ModelRegistry::new`] (built-in models, keys
+    /// from the environment).
+    pub fn registry(mut self, registry: ModelRegistry) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// Models the session knows besides the registry's (a local server's, a test's). A
+    /// reopened session's model is looked up in the registry, then here.
+    pub fn models(mut self, models: impl IntoIterator<Item = Model>) -> Self {
+        self.models.extend(models);
+        self
+    }
+
+    /// The model, whatever the session last used (pi's `model` option, e.g. `--model`).
+    pub fn model(mut self, model: Model) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// The model of a new session, and the fallback when a reopened session's model is
+    /// unknown (see [`AgentSession::model_fallback_message`]).
+    pub fn default_model(mut self, model: Model) -> Self {
+        self.default_model = Some(model);
+        self
+    }
+
+    /// The thinking level, whatever the session last used. Default: the session's, else
+    /// the settings' default (`medium`); clamped to the model.
+    pub fn thinking_level(mut self, level: ThinkingLevel) -> Self {
+        self.thinking_level = Some(level);
+        self
+    }
+
+    /// The system prompt. Default: empty.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = prompt.into();
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: impl AgentTool) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Sets the tools.
+    pub fn tools(mut self, tools: Vec<Arc<dyn AgentTool>>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// The settings. Default: pi's.
+    pub fn settings(mut self, settings: AgentSessionSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// The models [`cycle_model`](AgentSession::cycle_model) goes through.
+    pub fn scoped_models(mut self, models: impl IntoIterator<Item = ScopedModel>) -> Self {
+        self.scoped_models = models.into_iter().collect();
+        self
+    }
+
+    /// Streams replies with `f` (a proxy, a scripted model) instead of the registry's
+    /// [`stream_simple`](crate::stream_simple). The session then needs no credentials from
+    /// the registry; keys it has are still put in the options.
+    pub fn stream_fn(
+        self,
+        f: impl Fn(&Model, &Context, &StreamOptions) -> AssistantMessageEventStream
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        self.stream_fn_arc(Arc::new(f))
+    }
+
+    /// Streams replies with a shared stream function.
+    pub fn stream_fn_arc(mut self, f: Arc<dyn StreamFn>) -> Self {
+        self.stream = Some(f);
+        self
+    }
+
+    /// Options of every model call (temperature, max tokens, cache retention, headers, …).
+    /// The session sets the session id and the retry policy itself.
+    pub fn options(mut self, options: StreamOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The agent's tool hooks (`before_tool_call`, `after_tool_call`,
+    /// `should_stop_after_turn`). The stream function, the message conversion (the session
+    /// layer's [`to_llm`]), the context transformation and the key resolution are the
+    /// session's: use [`stream_fn`](Self::stream_fn) and
+    /// [`transform_context`](Self::transform_context).
+    pub fn hooks(mut self, hooks: AgentHooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Transforms the context before every model call, after the session's own
+    /// compaction check.
+    pub fn transform_context<F>(mut self, f: F) -> Self
+    where
+        F: for<'a> Fn(
+                &'a [AgentMessage],
+                &'a CancellationToken,
+            ) -> BoxFuture<'a, Cow<'a, [AgentMessage]>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.transform = Some(Arc::new(f));
+        self
+    }
+
+    /// Parallel (default) or sequential tool execution.
+    pub fn tool_execution(mut self, mode: ToolExecutionMode) -> Self {
+        self.tool_execution = mode;
+        self
+    }
+
+    /// Ends a run after this many turns. Default: no limit.
+    pub fn max_turns(mut self, turns: usize) -> Self {
+        self.max_turns = Some(turns);
+        self
+    }
+
+    /// Builds the session: restores the reopened session's model, thinking level and
+    /// context (or writes a new session's first `model_change` and
+    /// `thinking_level_change` entries, as pi's SDK does).
+    ///
+    /// # Errors
+    ///
+    /// [`AgentSessionError::NoModel`] without a model, and session read or write errors.
+    pub fn build(self) -> Result<AgentSession, AgentSessionError> {
+        let mut session = self.session;
+        let registry = self.registry;
+        let models = self.models;
+        let needs_auth = self.stream.is_none();
+        let restored = restore(
+            &mut session,
+            &Finder {
+                registry: &registry,
+                models: &models,
+                needs_auth,
+            },
+            Restore {
+                explicit: self.model,
+                fallback: self.default_model,
+                level: self.thinking_level,
+                default_level: self.settings.default_thinking_level,
+            },
+        )?;
+        let settings = self.settings;
+        let state = State {
+            scoped_models: self.scoped_models,
+            retry_attempt: 0,
+            overflow_attempted: false,
+            steering_texts: Vec::new(),
+            follow_up_texts: Vec::new(),
+            overlay: None,
+            guard_off: false,
+            last_assistant: None,
+            last_assistant_entry: None,
+            persist_error: None,
+            compaction_cancel: None,
+            branch_summary_cancel: None,
+            retry_cancel: None,
+            model_fallback_message: restored.fallback_message,
+            settings: settings.clone(),
+        };
+        let hooks = self.hooks;
+        let system_prompt = self.system_prompt;
+        let tools = self.tools;
+        let (tool_execution, max_turns) = (self.tool_execution, self.max_turns);
+        let agent_for = |weak: &std::sync::Weak<Inner>| {
+            let hooks = session_hooks(hooks, weak.clone());
+            let mut builder = Agent::builder(restored.model)
+                .system_prompt(system_prompt)
+                .thinking_level(restored.thinking_level)
+                .tools(tools)
+                .messages(restored.messages)
+                .hooks(hooks)
+                .tool_execution(tool_execution)
+                .steering_mode(settings.steering_mode)
+                .follow_up_mode(settings.follow_up_mode);
+            if let Some(turns) = max_turns {
+                builder = builder.max_turns(turns);
+            }
+            builder.build()
+        };
+        let inner = Inner::new(
+            agent_for,
+            Parts {
+                session,
+                registry,
+                models,
+                stream: self.stream,
+                options: self.options,
+                transform: self.transform,
+                state,
+            },
+        );
+        Ok(AgentSession { inner })
+    }
+}
+
+/// The agent's hooks in a session: the application's tool hooks, and the session's stream
+/// function, key resolution, message conversion and context guard.
+fn session_hooks(hooks: AgentHooks, weak: std::sync::Weak<Inner>) -> AgentHooks {
+    let stream = weak.clone();
+    let keys = weak.clone();
+    hooks
+        .with_stream_fn(move |model, context, options| match stream.upgrade() {
+            Some(inner) => inner.stream_call(model, context, options),
+            None => crate::providers::stream_simple(model, context, options),
+        })
+        .with_get_api_key(move |_provider| {
+            let inner = keys.upgrade();
+            Box::pin(async move {
+                match inner {
+                    Some(inner) => inner.resolve_auth().await,
+                    None => None,
+                }
+            })
+        })
+        .with_convert_message(to_llm)
+        .with_transform_context(move |messages, cancel| {
+            let inner = weak.upgrade();
+            Box::pin(async move {
+                let Some(inner) = inner else {
+                    return Cow::Borrowed(messages);
+                };
+                let view = inner.guard(messages, cancel).await;
+                match inner.transform.clone() {
+                    None => view,
+                    Some(user) => match view {
+                        Cow::Borrowed(m) => user(m, cancel).await,
+                        Cow::Owned(v) => Cow::Owned(user(&v, cancel).await.into_owned()),
+                    },
+                }
+            })
+        })
+}
+
+/// Looks models up: the registry, then the session's own models.
+pub(super) struct Finder<'a> {
+    pub(super) registry: &'a ModelRegistry,
+    pub(super) models: &'a [Model],
+    pub(super) needs_auth: bool,
+}
+
+impl Finder<'_> {
+    fn find(&self, provider: &str, id: &str) -> Option<Model> {
+        self.registry
+            .find(provider, id)
+            .filter(|m| !self.needs_auth || self.registry.has_auth(m))
+            .or_else(|| {
+                self.models
+                    .iter()
+                    .find(|m| m.provider == provider && m.id == id)
+            })
+            .cloned()
+    }
+}
+
+/// What to restore with.
+pub(super) struct Restore {
+    /// A model that wins over the session's.
+    pub(super) explicit: Option<Model>,
+    /// The model when the session has none that can be found.
+    pub(super) fallback: Option<Model>,
+    /// A level that wins over the session's.
+    pub(super) level: Option<ThinkingLevel>,
+    /// The settings' default level.
+    pub(super) default_level: Option<ThinkingLevel>,
+}
+
+/// What a session resumes with.
+pub(super) struct Restored {
+    pub(super) model: Model,
+    pub(super) thinking_level: ThinkingLevel,
+    pub(super) messages: Vec<AgentMessage>,
+    pub(super) fallback_message: Option<String>,
+}
+
+/// pi's `createAgentSession`: the model (explicit, else the session's, else the fallback),
+/// the thinking level (explicit, else the session's when it recorded one, else the default;
+/// clamped to the model), the context; and for a new session its first entries.
+pub(super) fn restore(
+    session: &mut SessionManager,
+    finder: &Finder<'_>,
+    with: Restore,
+) -> Result<Restored, AgentSessionError> {
+    let context = session.build_session_context()?;
+    let existing = !context.messages.is_empty();
+    let has_thinking_entry = session
+        .branch_ids(None)
+        .iter()
+        .any(|id| session.entry_type(id) == Some(EntryType::ThinkingLevelChange));
+    let mut fallback_message = None;
+    let mut model = with.explicit;
+    if model.is_none()
+        && existing
+        && let Some(saved) = &context.model
+    {
+        model = finder.find(&saved.provider, &saved.model_id);
+        if model.is_none() {
+            fallback_message = Some(format!(
+                "Could not restore model {}/{}",
+                saved.provider, saved.model_id
+            ));
+        }
+    }
+    let model = match (model, with.fallback) {
+        (Some(m), _) => m,
+        (None, Some(m)) => {
+            if let Some(msg) = &mut fallback_message {
+                msg.push_str(&format!(". Using {}/{}", m.provider, m.id));
+            }
+            m
+        }
+        (None, None) => return Err(AgentSessionError::NoModel),
+    };
+    let default_level = with.default_level.unwrap_or(DEFAULT_THINKING_LEVEL);
+    let level = match with.level {
+        Some(l) => l,
+        None if existing && has_thinking_entry => context.thinking_level,
+        None => default_level,
+    };
+    let thinking_level = clamp_thinking_level(&model, level);
+    if existing {
+        if !has_thinking_entry {
+            session.append_thinking_level_change(thinking_level)?;
+        }
+    } else {
+        // A session that was set up and never prompted already records them.
+        let same_model = context
+            .model
+            .as_ref()
+            .is_some_and(|m| m.provider == model.provider && m.model_id == model.id);
+        if !same_model {
+            session.append_model_change(model.provider.as_str(), model.id.as_str())?;
+        }
+        if !(same_model && has_thinking_entry && context.thinking_level == thinking_level) {
+            session.append_thinking_level_change(thinking_level)?;
+        }
+    }
+    Ok(Restored {
+        model,
+        thinking_level,
+        messages: if existing {
+            context.messages
+        } else {
+            Vec::new()
+        },
+        fallback_message,
+    })
+}

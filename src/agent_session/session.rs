@@ -1,0 +1,1069 @@
+//! [`AgentSession`] itself: the agent, the session file and the model registry held
+//! together; prompting, persistence, events, retries.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use futures::future::BoxFuture;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::error::AgentSessionError;
+use super::event::{AgentSessionEvent, SessionEvent};
+use super::retry::{is_retryable, retry_delay};
+use super::settings::AgentSessionSettings;
+use super::stats::{self, ContextUsage, SessionStats};
+use crate::agent::CustomMessageType;
+use crate::agent::{Agent, AgentError, AgentEvent, AgentMessage, PromptInput, QueueMode, StreamFn};
+use crate::error::Error;
+use crate::event_stream::AssistantMessageEventStream;
+use crate::message::{AssistantMessage, Context, StopReason};
+use crate::model::Model;
+use crate::models::{ModelRegistry, RequestAuth};
+use crate::options::{RetryPolicy, StreamOptions};
+use crate::session::{CompactionSummaryMessage, ExtensionMessage, SessionError, SessionManager};
+use crate::thinking::ThinkingLevel;
+
+/// A user-supplied context transformation, run after the session's own.
+pub(super) type TransformFn = dyn for<'a> Fn(&'a [AgentMessage], &'a CancellationToken) -> BoxFuture<'a, Cow<'a, [AgentMessage]>>
+    + Send
+    + Sync;
+
+/// A model with the thinking level to use with it when cycling (pi's `ScopedModel`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ScopedModel {
+    /// The model.
+    pub model: Model,
+    /// The level to switch to with it; `None` keeps the current one (clamped).
+    pub thinking_level: Option<ThinkingLevel>,
+}
+
+impl ScopedModel {
+    /// `model`, keeping the thinking level when cycling to it.
+    pub fn new(model: Model) -> Self {
+        ScopedModel {
+            model,
+            thinking_level: None,
+        }
+    }
+
+    /// `model` with the level to switch to.
+    pub fn with_thinking_level(mut self, level: ThinkingLevel) -> Self {
+        self.thinking_level = Some(level);
+        self
+    }
+}
+
+impl From<Model> for ScopedModel {
+    fn from(model: Model) -> Self {
+        ScopedModel::new(model)
+    }
+}
+
+/// The run's messages as the model sees them after a compaction in the middle of a run:
+/// `messages` replaces the run's first `base_len` messages.
+pub(super) struct Overlay {
+    pub(super) base_len: usize,
+    pub(super) messages: Vec<AgentMessage>,
+}
+
+/// Mutable state, behind one lock (never held across an await or a listener call).
+pub(super) struct State {
+    pub(super) settings: AgentSessionSettings,
+    pub(super) scoped_models: Vec<ScopedModel>,
+    pub(super) retry_attempt: u32,
+    pub(super) overflow_attempted: bool,
+    pub(super) steering_texts: Vec<String>,
+    pub(super) follow_up_texts: Vec<String>,
+    pub(super) overlay: Option<Overlay>,
+    /// Set after a compaction during a run that left the context over the threshold: no
+    /// more compactions in that run (each would cost a summary and gain nothing).
+    pub(super) guard_off: bool,
+    /// The last assistant message of the current run, and its entry and the entry before it.
+    pub(super) last_assistant: Option<AssistantMessage>,
+    pub(super) last_assistant_entry: Option<(String, Option<String>)>,
+    pub(super) persist_error: Option<SessionError>,
+    pub(super) compaction_cancel: Option<CancellationToken>,
+    pub(super) branch_summary_cancel: Option<CancellationToken>,
+    pub(super) retry_cancel: Option<CancellationToken>,
+    pub(super) model_fallback_message: Option<String>,
+}
+
+type Listener = dyn Fn(&AgentSessionEvent) + Send + Sync;
+
+struct ListenerEntry {
+    id: u64,
+    active: AtomicBool,
+    f: Box<Listener>,
+}
+
+pub(super) struct Inner {
+    pub(super) agent: Agent,
+    pub(super) session: Mutex<SessionManager>,
+    pub(super) registry: ModelRegistry,
+    /// Models known beyond the registry (given to the builder).
+    pub(super) models: Vec<Model>,
+    /// The application's stream function; `None`: the registry's `stream_simple`.
+    pub(super) stream: Option<Arc<dyn StreamFn>>,
+    /// The application's options of every model call.
+    pub(super) options: Mutex<StreamOptions>,
+    pub(super) transform: Option<Arc<TransformFn>>,
+    pub(super) state: Mutex<State>,
+    listeners: Mutex<Arc<[Arc<ListenerEntry>]>>,
+    next_listener: AtomicU64,
+    /// The operation running (a prompt with its retries, a compaction, a navigation…).
+    op: Mutex<Option<CancellationToken>>,
+    idle: Notify,
+    /// The key and headers resolved for the next model call of the run.
+    pub(super) auth: Mutex<Option<Result<RequestAuth, Error>>>,
+}
+
+/// Locks a mutex; the state behind each lock stays consistent across a panic (updates are
+/// single assignments), so poisoning is ignored.
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An agent that lives in a session file: every message is written as it ends, and a later
+/// process reopens the conversation where it stopped — with its model, thinking level and
+/// context. It compacts the context before it overflows, retries failed calls, switches
+/// models and moves through the session tree, as pi's `AgentSession` does.
+///
+/// Cheap to clone (an `Arc`); `Send + Sync`. See the [module docs](super) for an example.
+#[derive(Clone)]
+pub struct AgentSession {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for AgentSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("AgentSession");
+        d.field("agent", &self.inner.agent);
+        if let Ok(sm) = self.inner.session.try_lock() {
+            d.field("session_id", &sm.session_id());
+            d.field("session_file", &sm.session_file());
+        }
+        d.finish_non_exhaustive()
+    }
+}
+
+/// Returned by [`AgentSession::subscribe`]; [`unsubscribe`](Self::unsubscribe) removes the
+/// listener. Dropping it keeps the listener.
+#[derive(Debug)]
+pub struct SessionSubscription {
+    inner: Weak<Inner>,
+    id: u64,
+}
+
+impl SessionSubscription {
+    /// Removes the listener.
+    pub fn unsubscribe(self) {
+        if let Some(inner) = self.inner.upgrade() {
+            let mut listeners = lock(&inner.listeners);
+            if let Some(l) = listeners.iter().find(|l| l.id == self.id) {
+                l.active.store(false, Ordering::Release);
+            }
+            let kept: Vec<_> = listeners
+                .iter()
+                .filter(|l| l.id != self.id)
+                .cloned()
+                .collect();
+            *listeners = Arc::from(kept);
+        }
+    }
+}
+
+/// Clears the running operation when it ends, however it ends.
+pub(super) struct OpGuard<'a>(&'a Inner);
+
+impl Drop for OpGuard<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.op) = None;
+        self.0.idle.notify_waiters();
+    }
+}
+
+/// What the retry logic decided.
+enum Retry {
+    /// The failed reply was removed and the delay waited: continue the run.
+    Continue,
+    /// Retries are used up: go on to the compaction check.
+    Exhausted,
+    /// Cancelled: stop.
+    Stop,
+}
+
+/// What an [`Inner`] is made of, besides its agent.
+pub(super) struct Parts {
+    pub(super) session: SessionManager,
+    pub(super) registry: ModelRegistry,
+    pub(super) models: Vec<Model>,
+    pub(super) stream: Option<Arc<dyn StreamFn>>,
+    pub(super) options: StreamOptions,
+    pub(super) transform: Option<Arc<TransformFn>>,
+    pub(super) state: State,
+}
+
+/// What the compaction check decided.
+pub(super) enum AfterCheck {
+    Done,
+    Continue,
+}
+
+impl Inner {
+    pub(super) fn new(agent_for: impl FnOnce(&Weak<Inner>) -> Agent, parts: Parts) -> Arc<Inner> {
+        let inner = Arc::new_cyclic(|weak| Inner {
+            agent: agent_for(weak),
+            session: Mutex::new(parts.session),
+            registry: parts.registry,
+            models: parts.models,
+            stream: parts.stream,
+            options: Mutex::new(parts.options),
+            transform: parts.transform,
+            state: Mutex::new(parts.state),
+            listeners: Mutex::new(Arc::from(Vec::new())),
+            next_listener: AtomicU64::new(0),
+            op: Mutex::new(None),
+            idle: Notify::new(),
+            auth: Mutex::new(None),
+        });
+        let weak = Arc::downgrade(&inner);
+        inner.agent.subscribe(move |event, agent| {
+            if let Some(inner) = weak.upgrade() {
+                inner.on_agent_event(event, agent);
+            }
+        });
+        inner.apply_agent_options();
+        inner
+    }
+
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    pub(super) fn session(&self) -> MutexGuard<'_, SessionManager> {
+        lock(&self.session)
+    }
+
+    pub(super) fn model(&self) -> Model {
+        self.agent.state().model.clone()
+    }
+
+    /// The options the agent calls the model with: the application's, the session id (for
+    /// prompt caching), and — while the session retries — no provider-level retries, so
+    /// that one budget of attempts covers a model call.
+    pub(super) fn apply_agent_options(&self) {
+        let mut options = lock(&self.options).clone();
+        options.session_id = Some(self.session().session_id().to_owned());
+        let retry = self.state().settings.retry;
+        if retry.enabled {
+            options.retry = Some(RetryPolicy::none());
+        }
+        options.max_retry_delay_ms.get_or_insert(retry.max_delay_ms);
+        self.agent.set_options(options);
+    }
+
+    // ----- events -------------------------------------------------------------------
+
+    pub(super) fn add_listener(self: &Arc<Self>, f: Box<Listener>) -> SessionSubscription {
+        let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
+        let mut listeners = lock(&self.listeners);
+        let mut all: Vec<_> = listeners.iter().cloned().collect();
+        all.push(Arc::new(ListenerEntry {
+            id,
+            active: AtomicBool::new(true),
+            f,
+        }));
+        *listeners = Arc::from(all);
+        SessionSubscription {
+            inner: Arc::downgrade(self),
+            id,
+        }
+    }
+
+    fn dispatch(&self, event: &AgentSessionEvent) {
+        let listeners = lock(&self.listeners).clone();
+        for l in listeners.iter() {
+            if !l.active.load(Ordering::Acquire) {
+                continue;
+            }
+            if std::panic::catch_unwind(AssertUnwindSafe(|| (l.f)(event))).is_err() {
+                tracing::error!(event = event.kind(), "an agent session listener panicked");
+            }
+        }
+    }
+
+    pub(super) fn emit(&self, event: SessionEvent) {
+        self.dispatch(&AgentSessionEvent::Session(event));
+    }
+
+    fn emit_agent(&self, event: &AgentEvent) {
+        if lock(&self.listeners).is_empty() {
+            return;
+        }
+        self.dispatch(&AgentSessionEvent::Agent(event.clone()));
+    }
+
+    pub(super) fn queue_update(&self) -> SessionEvent {
+        let st = self.state();
+        SessionEvent::QueueUpdate {
+            steering: st.steering_texts.clone(),
+            follow_up: st.follow_up_texts.clone(),
+        }
+    }
+
+    /// Every agent event passes here first (synchronously, in the agent's loop): queues,
+    /// persistence and retry bookkeeping, then the session's listeners.
+    fn on_agent_event(&self, event: &AgentEvent, agent: &Agent) {
+        match event {
+            // An abort that came before the run existed still stops it.
+            AgentEvent::AgentStart if lock(&self.op).as_ref().is_some_and(|t| t.is_cancelled()) => {
+                agent.abort();
+            }
+            AgentEvent::MessageStart {
+                message: AgentMessage::User(user),
+            } => {
+                let text = user.content.text();
+                let changed = {
+                    let mut st = self.state();
+                    st.overflow_attempted = false;
+                    if let Some(i) = st.steering_texts.iter().position(|t| *t == text) {
+                        st.steering_texts.remove(i);
+                        true
+                    } else if let Some(i) = st.follow_up_texts.iter().position(|t| *t == text) {
+                        st.follow_up_texts.remove(i);
+                        true
+                    } else {
+                        false
+                    }
+                };
+                if changed {
+                    self.emit(self.queue_update());
+                }
+            }
+            AgentEvent::MessageEnd { message } => {
+                if let Err(e) = self.persist(message) {
+                    tracing::error!(error = %e, "could not write a message to the session; aborting the run");
+                    self.state().persist_error = Some(e);
+                    agent.abort();
+                }
+            }
+            _ => {}
+        }
+        self.emit_agent(event);
+        if let AgentEvent::MessageEnd {
+            message: AgentMessage::Assistant(reply),
+        } = event
+        {
+            let ended = {
+                let mut st = self.state();
+                st.last_assistant = Some(reply.clone());
+                if reply.stop_reason != StopReason::Error {
+                    st.overflow_attempted = false;
+                }
+                match reply.stop_reason {
+                    StopReason::Error => None,
+                    _ if st.retry_attempt == 0 => None,
+                    StopReason::Aborted => Some((
+                        false,
+                        std::mem::take(&mut st.retry_attempt),
+                        reply.error_message.clone(),
+                    )),
+                    _ => Some((true, std::mem::take(&mut st.retry_attempt), None)),
+                }
+            };
+            if let Some((success, attempt, final_error)) = ended {
+                self.emit(SessionEvent::AutoRetryEnd {
+                    success,
+                    attempt,
+                    final_error,
+                });
+            }
+        }
+    }
+
+    /// Writes a message that ended: user, assistant and tool results (and other roles, such
+    /// as `bashExecution`) as `message` entries, extension messages (`custom`) as
+    /// `custom_message` entries. Summaries are entries of their own and not written here.
+    fn persist(&self, message: &AgentMessage) -> Result<(), SessionError> {
+        let mut sm = self.session();
+        match message {
+            AgentMessage::Custom(c) if c.role() == ExtensionMessage::ROLE => match message
+                .to_custom::<ExtensionMessage>(
+            ) {
+                Some(Ok(m)) => {
+                    sm.append_custom_message_entry(m.custom_type, m.content, m.display, m.details)?;
+                }
+                _ => {
+                    sm.append_message(message.clone())?;
+                }
+            },
+            AgentMessage::Custom(c)
+                if c.role() == CompactionSummaryMessage::ROLE || c.role() == "branchSummary" => {}
+            AgentMessage::Assistant(_) => {
+                let parent = sm.leaf_id().map(str::to_owned);
+                let id = sm.append_message(message.clone())?;
+                self.state().last_assistant_entry = Some((id, parent));
+            }
+            _ => {
+                sm.append_message(message.clone())?;
+            }
+        }
+        Ok(())
+    }
+
+    // ----- operations ------------------------------------------------------------------
+
+    /// Marks an operation as running; fails when one is, or when the agent runs.
+    pub(super) fn begin_op(&self) -> Result<(CancellationToken, OpGuard<'_>), AgentSessionError> {
+        let mut op = lock(&self.op);
+        if op.is_some() || self.agent.is_streaming() {
+            return Err(AgentSessionError::Busy);
+        }
+        let token = CancellationToken::new();
+        *op = Some(token.clone());
+        Ok((token, OpGuard(self)))
+    }
+
+    pub(super) fn is_busy(&self) -> bool {
+        lock(&self.op).is_some() || self.agent.is_streaming()
+    }
+
+    pub(super) fn abort(&self) {
+        if let Some(op) = lock(&self.op).as_ref() {
+            op.cancel();
+        }
+        let st = self.state();
+        for token in [
+            &st.retry_cancel,
+            &st.compaction_cancel,
+            &st.branch_summary_cancel,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            token.cancel();
+        }
+        drop(st);
+        self.agent.abort();
+    }
+
+    pub(super) async fn wait_for_idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if lock(&self.op).is_none() {
+                break;
+            }
+            notified.await;
+        }
+        self.agent.wait_for_idle().await;
+    }
+
+    /// The rest of a prompt after the agent's run: retries, overflow recovery and the
+    /// threshold compaction, continuing the run as they decide.
+    pub(super) async fn after_run(
+        self: &Arc<Self>,
+        op: &CancellationToken,
+    ) -> Result<(), AgentSessionError> {
+        loop {
+            self.sync_after_run()?;
+            let Some(last) = self.state().last_assistant.take() else {
+                return Ok(());
+            };
+            let window = self.model().context_window;
+            let retry = self.state().settings.retry;
+            if retry.enabled && is_retryable(&last, window) {
+                match self.retry(&last, op).await {
+                    Retry::Continue => {
+                        self.continue_agent(op).await?;
+                        continue;
+                    }
+                    Retry::Stop => return Ok(()),
+                    Retry::Exhausted => {}
+                }
+            } else if last.stop_reason == StopReason::Error {
+                let attempt = std::mem::take(&mut self.state().retry_attempt);
+                if attempt > 0 {
+                    self.emit(SessionEvent::AutoRetryEnd {
+                        success: false,
+                        attempt,
+                        final_error: last.error_message.clone(),
+                    });
+                }
+            }
+            if op.is_cancelled() {
+                return Ok(());
+            }
+            match self.check_compaction(&last, true, op).await {
+                AfterCheck::Continue => {
+                    self.continue_agent(op).await?;
+                }
+                AfterCheck::Done => return Ok(()),
+            }
+        }
+    }
+
+    /// After a run: the agent holds the session's context again (a compaction during the
+    /// run only changed what the model saw), and a failed write is reported.
+    fn sync_after_run(&self) -> Result<(), AgentSessionError> {
+        let overlay = {
+            let mut st = self.state();
+            st.guard_off = false;
+            st.overlay.take()
+        };
+        if overlay.is_some() {
+            let context = self.session().build_session_context()?;
+            self.agent.set_messages(context.messages);
+        }
+        match self.state().persist_error.take() {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+
+    async fn continue_agent(&self, op: &CancellationToken) -> Result<(), AgentSessionError> {
+        if op.is_cancelled() {
+            return Ok(());
+        }
+        match self.agent.continue_run().await {
+            Ok(()) => Ok(()),
+            Err(AgentError::CannotContinueFrom(_) | AgentError::NoMessages) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// pi's `_handleRetryableError`, with one budget of `max_retries` per model call.
+    async fn retry(&self, failed: &AssistantMessage, op: &CancellationToken) -> Retry {
+        let settings = self.state().settings.retry;
+        let attempt = {
+            let mut st = self.state();
+            st.retry_attempt += 1;
+            st.retry_attempt
+        };
+        if attempt > settings.max_retries {
+            self.state().retry_attempt = 0;
+            self.emit(SessionEvent::AutoRetryEnd {
+                success: false,
+                attempt: attempt - 1,
+                final_error: failed.error_message.clone(),
+            });
+            return Retry::Exhausted;
+        }
+        let retry_after = failed.error().and_then(|e| e.retry_after());
+        let delay = retry_delay(&settings, attempt, retry_after);
+        self.emit(SessionEvent::AutoRetryStart {
+            attempt,
+            max_attempts: settings.max_retries,
+            delay_ms: delay.as_millis() as u64,
+            error_message: failed
+                .error_message
+                .clone()
+                .unwrap_or_else(|| "Unknown error".to_owned()),
+        });
+        self.drop_failed_reply();
+        let cancel = op.child_token();
+        self.state().retry_cancel = Some(cancel.clone());
+        let cancelled = tokio::select! {
+            _ = tokio::time::sleep(delay) => false,
+            _ = cancel.cancelled() => true,
+        };
+        self.state().retry_cancel = None;
+        if cancelled {
+            self.state().retry_attempt = 0;
+            self.emit(SessionEvent::AutoRetryEnd {
+                success: false,
+                attempt,
+                final_error: Some("Retry cancelled".to_owned()),
+            });
+            return Retry::Stop;
+        }
+        Retry::Continue
+    }
+
+    /// Takes a failed reply out of the context: out of the agent's messages, and off the
+    /// session's branch (the leaf moves back to the entry before it, so the entry stays in
+    /// the file, on a branch of its own, and the retried reply follows its parent).
+    pub(super) fn drop_failed_reply(&self) {
+        {
+            let mut agent = self.agent.state();
+            if matches!(agent.messages.last(), Some(AgentMessage::Assistant(_))) {
+                agent.messages.pop();
+            }
+        }
+        let entry = self.state().last_assistant_entry.take();
+        if let Some((id, parent)) = entry {
+            let mut sm = self.session();
+            if sm.leaf_id() == Some(id.as_str()) {
+                match parent {
+                    Some(p) => {
+                        let _ = sm.branch(&p);
+                    }
+                    None => sm.reset_leaf(),
+                }
+            }
+        }
+    }
+
+    /// The stream function of the agent: the key and headers resolved for this call, then
+    /// the application's stream function or the registry.
+    pub(super) fn stream_call(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        let auth = lock(&self.auth).take();
+        let options = match auth {
+            Some(Ok(auth)) => Cow::Owned(auth.apply(options.clone())),
+            Some(Err(e)) => {
+                let base = AssistantMessage::new(&model.api, &model.provider, &model.id);
+                return AssistantMessageEventStream::failed(base, e);
+            }
+            None => Cow::Borrowed(options),
+        };
+        self.raw_stream(model, context, &options)
+    }
+
+    pub(super) fn raw_stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        match &self.stream {
+            Some(f) => f.stream(model, context, options),
+            None => crate::providers::stream_simple(model, context, options),
+        }
+    }
+
+    /// Resolves the key and headers of the next call (the agent's `get_api_key` hook).
+    pub(super) async fn resolve_auth(&self) -> Option<crate::options::ApiKey> {
+        let model = self.model();
+        let auth = self.registry.request_auth(&model).await;
+        let key = auth.as_ref().ok().and_then(|a| a.api_key.clone());
+        *lock(&self.auth) = Some(auth);
+        key
+    }
+
+    /// True when calls to `model` need credentials from the registry: not when the
+    /// application brings its own stream function.
+    pub(super) fn needs_auth(&self) -> bool {
+        self.stream.is_none()
+    }
+
+    pub(super) fn check_auth(&self, model: &Model) -> Result<(), AgentSessionError> {
+        if self.needs_auth() && !self.registry.has_auth(model) {
+            return Err(AgentSessionError::NoApiKey {
+                provider: model.provider.clone(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The time of the latest compaction in a context: its summary comes first.
+pub(super) fn compaction_time(messages: &[AgentMessage]) -> Option<i64> {
+    match messages.first() {
+        Some(m @ AgentMessage::Custom(c)) if c.role() == CompactionSummaryMessage::ROLE => {
+            m.timestamp()
+        }
+        _ => None,
+    }
+}
+
+fn last_assistant(messages: &[AgentMessage]) -> Option<&AssistantMessage> {
+    messages.iter().rev().find_map(AgentMessage::as_assistant)
+}
+
+impl AgentSession {
+    /// Subscribes to every event: the agent's (each after the session has handled it —
+    /// a `message_end` is in the file when listeners see it) and the session's. Listeners
+    /// run in subscription order on the task that produced the event; keep them quick. A
+    /// panicking listener is logged and skipped.
+    ///
+    /// A listener that holds a clone of the session keeps it (and its file's lock) alive
+    /// until it is [unsubscribed](SessionSubscription::unsubscribe).
+    pub fn subscribe(
+        &self,
+        listener: impl Fn(&AgentSessionEvent) + Send + Sync + 'static,
+    ) -> SessionSubscription {
+        self.inner.add_listener(Box::new(listener))
+    }
+
+    /// The agent. Read its state and subscribe to it freely; run prompts through the
+    /// session (a prompt run on the agent directly is not persisted).
+    pub fn agent(&self) -> &Agent {
+        &self.inner.agent
+    }
+
+    /// Calls `f` with the session manager (locked: keep it short, and do not call the
+    /// session from `f`).
+    pub fn with_session_manager<R>(&self, f: impl FnOnce(&SessionManager) -> R) -> R {
+        f(&self.inner.session())
+    }
+
+    /// The session file (`None` in memory, or before anything was written).
+    pub fn session_file(&self) -> Option<PathBuf> {
+        self.inner.session().session_file().map(PathBuf::from)
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> String {
+        self.inner.session().session_id().to_owned()
+    }
+
+    /// The session's name.
+    pub fn session_name(&self) -> Option<String> {
+        self.inner.session().session_name().map(str::to_owned)
+    }
+
+    /// Names the session (a `session_info` entry) and emits `session_info_changed`.
+    ///
+    /// # Errors
+    ///
+    /// When the entry cannot be written.
+    pub fn set_session_name(&self, name: &str) -> Result<(), AgentSessionError> {
+        let name = {
+            let mut sm = self.inner.session();
+            sm.append_session_info(name)?;
+            sm.session_name().map(str::to_owned)
+        };
+        self.inner.emit(SessionEvent::SessionInfoChanged { name });
+        Ok(())
+    }
+
+    /// The current model.
+    pub fn model(&self) -> Model {
+        self.inner.model()
+    }
+
+    /// The current thinking level.
+    pub fn thinking_level(&self) -> ThinkingLevel {
+        self.inner.agent.state().thinking_level
+    }
+
+    /// Why the session's own model could not be restored, when a fallback was used.
+    pub fn model_fallback_message(&self) -> Option<String> {
+        self.inner.state().model_fallback_message.clone()
+    }
+
+    /// A copy of the context: the messages the next model call starts from.
+    pub fn messages(&self) -> Vec<AgentMessage> {
+        self.inner.agent.messages()
+    }
+
+    /// True while the agent runs.
+    pub fn is_streaming(&self) -> bool {
+        self.inner.agent.is_streaming()
+    }
+
+    /// True while any operation runs: a prompt (with its retries and compactions), a
+    /// compaction, a tree navigation, a model switch.
+    pub fn is_busy(&self) -> bool {
+        self.inner.is_busy()
+    }
+
+    /// The error of the last failed or aborted model call.
+    pub fn error_message(&self) -> Option<String> {
+        self.inner.agent.error_message()
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> AgentSessionSettings {
+        self.inner.state().settings.clone()
+    }
+
+    /// Turns automatic compaction on or off.
+    pub fn set_auto_compaction_enabled(&self, enabled: bool) {
+        self.inner.state().settings.compaction.enabled = enabled;
+    }
+
+    /// Turns automatic retries on or off (off: the provider-level retry policy applies).
+    pub fn set_auto_retry_enabled(&self, enabled: bool) {
+        self.inner.state().settings.retry.enabled = enabled;
+        self.inner.apply_agent_options();
+    }
+
+    /// Sets how steering messages are delivered.
+    pub fn set_steering_mode(&self, mode: QueueMode) {
+        self.inner.state().settings.steering_mode = mode;
+        self.inner.agent.set_steering_mode(mode);
+    }
+
+    /// Sets how follow-up messages are delivered.
+    pub fn set_follow_up_mode(&self, mode: QueueMode) {
+        self.inner.state().settings.follow_up_mode = mode;
+        self.inner.agent.set_follow_up_mode(mode);
+    }
+
+    /// Replaces the options of every model call (from the next run on). The session sets
+    /// the session id and, while it retries, turns provider-level retries off.
+    pub fn set_options(&self, options: StreamOptions) {
+        *lock(&self.inner.options) = options;
+        self.inner.apply_agent_options();
+    }
+
+    /// The retry in progress (0 when none).
+    pub fn retry_attempt(&self) -> u32 {
+        self.inner.state().retry_attempt
+    }
+
+    /// True while a compaction or a branch summary is being written.
+    pub fn is_compacting(&self) -> bool {
+        let st = self.inner.state();
+        st.compaction_cancel.is_some() || st.branch_summary_cancel.is_some()
+    }
+
+    // ----- prompting -------------------------------------------------------------------
+
+    /// Runs a prompt (text, text with images, or messages) to the end: the agent's run,
+    /// then automatic retries, overflow recovery and compaction. Every message is written
+    /// to the session as it ends.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::AlreadyProcessing`] while the agent runs (use [`steer`](Self::steer)
+    /// or [`follow_up`](Self::follow_up)), [`AgentSessionError::Busy`] during another
+    /// operation, [`AgentSessionError::NoApiKey`] without credentials, and
+    /// [`AgentSessionError::Session`] when a message could not be written (the run is then
+    /// aborted). A failed model call is not an error: see
+    /// [`error_message`](Self::error_message).
+    ///
+    /// # Cancel safety
+    ///
+    /// The run executes inside this future. Dropping it stops the run where it is; what was
+    /// written stays written. Use [`abort`](Self::abort) to stop in an orderly way.
+    pub async fn prompt(&self, input: impl Into<PromptInput>) -> Result<(), AgentSessionError> {
+        let inner = &self.inner;
+        if inner.agent.is_streaming() {
+            return Err(AgentError::AlreadyProcessing.into());
+        }
+        let (op, _guard) = inner.begin_op()?;
+        inner.check_auth(&inner.model())?;
+        // pi's pre-prompt check, which also sees aborted replies.
+        let last = last_assistant(&inner.agent.state().messages).cloned();
+        if let Some(last) = last {
+            inner.check_compaction(&last, false, &op).await;
+        }
+        if op.is_cancelled() {
+            return Ok(());
+        }
+        inner.state().last_assistant = None;
+        inner.agent.prompt(input).await?;
+        inner.after_run(&op).await
+    }
+
+    /// Continues the conversation without a new message (pi's `continue`): retries after a
+    /// failed call whose reply was removed, or delivers queued messages.
+    ///
+    /// # Errors
+    ///
+    /// As [`prompt`](Self::prompt), and the agent's errors for a context that cannot be
+    /// continued ([`AgentError::CannotContinueFrom`], [`AgentError::NoMessages`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`prompt`](Self::prompt).
+    pub async fn continue_run(&self) -> Result<(), AgentSessionError> {
+        let inner = &self.inner;
+        if inner.agent.is_streaming() {
+            return Err(AgentError::AlreadyProcessingContinue.into());
+        }
+        let (op, _guard) = inner.begin_op()?;
+        inner.check_auth(&inner.model())?;
+        inner.state().last_assistant = None;
+        inner.agent.continue_run().await?;
+        inner.after_run(&op).await
+    }
+
+    fn queue_text(input: &PromptInput) -> String {
+        match input {
+            PromptInput::Text { text, .. } => text.clone(),
+            PromptInput::Messages(messages) => messages
+                .iter()
+                .filter_map(|m| match m {
+                    AgentMessage::User(u) => Some(u.content.text()),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
+
+    fn input_messages(input: PromptInput) -> Vec<AgentMessage> {
+        match input {
+            PromptInput::Messages(m) => m,
+            PromptInput::Text { text, images } => {
+                let mut content = vec![crate::message::Content::text(text)];
+                content.extend(images.into_iter().map(crate::message::Content::Image));
+                vec![crate::message::UserMessage::blocks(content).into()]
+            }
+        }
+    }
+
+    /// Queues a message delivered after the current turn, before the next model call
+    /// (emits `queue_update`).
+    pub fn steer(&self, input: impl Into<PromptInput>) {
+        let input = input.into();
+        self.inner
+            .state()
+            .steering_texts
+            .push(Self::queue_text(&input));
+        self.inner.emit(self.inner.queue_update());
+        for m in Self::input_messages(input) {
+            self.inner.agent.steer(m);
+        }
+    }
+
+    /// Queues a message delivered when the agent would stop (emits `queue_update`).
+    pub fn follow_up(&self, input: impl Into<PromptInput>) {
+        let input = input.into();
+        self.inner
+            .state()
+            .follow_up_texts
+            .push(Self::queue_text(&input));
+        self.inner.emit(self.inner.queue_update());
+        for m in Self::input_messages(input) {
+            self.inner.agent.follow_up(m);
+        }
+    }
+
+    /// Empties both queues and returns their texts, steering first (emits
+    /// `queue_update`).
+    pub fn clear_queue(&self) -> (Vec<String>, Vec<String>) {
+        let taken = {
+            let mut st = self.inner.state();
+            (
+                std::mem::take(&mut st.steering_texts),
+                std::mem::take(&mut st.follow_up_texts),
+            )
+        };
+        self.inner.agent.clear_all_queues();
+        self.inner.emit(self.inner.queue_update());
+        taken
+    }
+
+    /// How many messages are queued.
+    pub fn pending_message_count(&self) -> usize {
+        let st = self.inner.state();
+        st.steering_texts.len() + st.follow_up_texts.len()
+    }
+
+    /// Aborts what is running: the model call or tools of the run, a retry's wait, a
+    /// compaction, a branch summary. Returns at once; [`wait_for_idle`](Self::wait_for_idle)
+    /// waits until it has stopped (pi's `abort()` is both).
+    pub fn abort(&self) {
+        self.inner.abort();
+    }
+
+    /// Cancels a retry's wait (the run ends with the failed reply).
+    pub fn abort_retry(&self) {
+        if let Some(t) = &self.inner.state().retry_cancel {
+            t.cancel();
+        }
+    }
+
+    /// Cancels a compaction in progress.
+    pub fn abort_compaction(&self) {
+        if let Some(t) = &self.inner.state().compaction_cancel {
+            t.cancel();
+        }
+    }
+
+    /// Cancels a branch summary in progress (the navigation is then cancelled).
+    pub fn abort_branch_summary(&self) {
+        if let Some(t) = &self.inner.state().branch_summary_cancel {
+            t.cancel();
+        }
+    }
+
+    /// Waits until no operation runs.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits.
+    pub async fn wait_for_idle(&self) {
+        self.inner.wait_for_idle().await;
+    }
+
+    // ----- statistics ------------------------------------------------------------------
+
+    /// Counts, tokens and cost of the context (pi's `getSessionStats`).
+    pub fn session_stats(&self) -> SessionStats {
+        let messages = self.inner.agent.messages();
+        let (file, id) = {
+            let sm = self.inner.session();
+            (
+                sm.session_file().map(PathBuf::from),
+                sm.session_id().to_owned(),
+            )
+        };
+        let usage = stats::context_usage(
+            &messages,
+            self.inner.model().context_window,
+            compaction_time(&messages),
+        );
+        stats::stats(&messages, file, id, usage)
+    }
+
+    /// How full the model's window is (pi's `getContextUsage`).
+    pub fn context_usage(&self) -> Option<ContextUsage> {
+        let messages = self.inner.agent.messages();
+        stats::context_usage(
+            &messages,
+            self.inner.model().context_window,
+            compaction_time(&messages),
+        )
+    }
+
+    /// The text of the last assistant reply that has content (pi's `getLastAssistantText`).
+    pub fn last_assistant_text(&self) -> Option<String> {
+        let agent = self.inner.agent.state();
+        let reply = agent.messages.iter().rev().find_map(|m| match m {
+            AgentMessage::Assistant(a)
+                if !(a.stop_reason == StopReason::Aborted && a.content.is_empty()) =>
+            {
+                Some(a)
+            }
+            _ => None,
+        })?;
+        let text = reply.text();
+        let text = text.trim();
+        (!text.is_empty()).then(|| text.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_and_its_futures_are_send() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<F: std::future::Future + Send>(_: F) {}
+        send_sync::<AgentSession>();
+        let model = Model::new("m", "faux", "faux", "");
+        let session = AgentSession::builder(SessionManager::in_memory("/p"))
+            .default_model(model.clone())
+            .stream_fn(|m, _, _| {
+                AssistantMessageEventStream::failed(
+                    AssistantMessage::new(&m.api, &m.provider, &m.id),
+                    Error::from_message("unused"),
+                )
+            })
+            .build()
+            .unwrap();
+        send(session.prompt("hi"));
+        send(session.continue_run());
+        send(session.compact(None));
+        send(session.set_model(model));
+        send(session.navigate_tree("x", super::super::NavigateOptions::new()));
+        send(session.wait_for_idle());
+    }
+}
