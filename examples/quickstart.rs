@@ -50,9 +50,14 @@ enum Choice {
 }
 
 /// Picks the model: a real one when its provider is built in and its API key is in the
-/// environment, else the scripted faux model. Model selection lives here alone.
+/// environment (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`, in that order of
+/// preference), else the scripted faux model. Model selection lives here alone.
 fn choose_model() -> Choice {
-    let wanted = [("anthropic", "claude-sonnet-4-5")];
+    let wanted = [
+        ("anthropic", "claude-sonnet-4-5"),
+        ("openai", "gpt-5-mini"),
+        ("google", "gemini-2.5-flash"),
+    ];
     for (provider, id) in wanted {
         let Some(model) = pi_engine::get_model(provider, id) else {
             continue;
@@ -220,8 +225,9 @@ fn print_event(event: &AgentSessionEvent) {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let choice = choose_model();
-    if let Choice::Faux(_) = choice {
-        println!("(faux model, offline)");
+    match &choice {
+        Choice::Faux(_) => println!("(faux model, offline)"),
+        Choice::Real(model) => println!("(model {}/{})", model.provider, model.id),
     }
     if let Err(e) = run(session_dir(), choice, true).await {
         eprintln!("error: {e}");
