@@ -12,7 +12,8 @@
 //! 2. **Agent layer** — `Agent` and its ReAct loop (tools, steering, follow-ups).
 //! 3. **Session layer** — pi-compatible JSONL session trees and compaction; on top of it,
 //!    [`AgentSession`](agent_session::AgentSession): a persistent agent.
-//! 4. **Tools** — built-in coding tools.
+//! 4. **Tools** — built-in coding tools and the extension API come next (the design's
+//!    `src/tools`); today tools are the application's own ([`agent::AgentTool`]).
 //!
 //! ## A first call
 //!
@@ -60,6 +61,11 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 // Messages live in vectors; boxing the large variant would cost an allocation per message.
 #![allow(clippy::large_enum_variant)]
+
+// The README's examples compile and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 pub mod agent;
 pub mod agent_session;
