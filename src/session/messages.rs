@@ -299,7 +299,7 @@ pub fn to_llm(message: &AgentMessage) -> Option<Message> {
 }
 
 /// Turns an agent history into the messages sent to the model, as pi's coding agent does
-/// (`convertToLlm`): see the [module docs](self) for each role.
+/// (`convertToLlm`): see the [session layer docs](crate::session#messages) for each role.
 pub fn convert_to_llm(messages: &[AgentMessage]) -> Vec<Message> {
     messages.iter().filter_map(to_llm).collect()
 }
