@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use crate::json::PartialJsonParser;
 use crate::message::{
     AssistantContent, AssistantMessage, StopReason, TextContent, ThinkingContent, ToolCall,
+    identical_tool_calls,
 };
 
 /// One event of a streamed model reply.
@@ -390,10 +391,17 @@ impl PartialMessage {
                 content_index,
                 tool_call,
             } => {
-                self.put_block(
-                    *content_index,
-                    AssistantContent::ToolCall(tool_call.clone()),
+                // The arguments parsed from the deltas usually are the final ones already.
+                let done = matches!(
+                    self.message.content.get(*content_index),
+                    Some(AssistantContent::ToolCall(mine)) if identical_tool_calls(mine, tool_call)
                 );
+                if !done {
+                    self.put_block(
+                        *content_index,
+                        AssistantContent::ToolCall(tool_call.clone()),
+                    );
+                }
                 self.set_parser(*content_index, None);
             }
             E::Done { message, .. } | E::Error { error: message, .. } => {

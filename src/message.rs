@@ -599,7 +599,7 @@ impl AssistantMessage {
         self.content.truncate(content.len());
         for (i, block) in content.iter().enumerate() {
             match self.content.get_mut(i) {
-                Some(mine) if mine == block => {}
+                Some(mine) if identical_blocks(mine, block) => {}
                 Some(mine) => *mine = block.clone(),
                 None => self.content.push(block.clone()),
             }
@@ -850,9 +850,100 @@ impl Context {
     }
 }
 
+/// True when two blocks serialize the same: `==`, and also the same key order in every JSON
+/// object and the same sign of zero (`==` ignores both, JSON text does not).
+fn identical_blocks(a: &AssistantContent, b: &AssistantContent) -> bool {
+    match (a, b) {
+        (AssistantContent::Text(a), AssistantContent::Text(b)) => {
+            let TextContent {
+                text,
+                text_signature,
+                extra,
+            } = a;
+            *text == b.text
+                && *text_signature == b.text_signature
+                && identical_maps(extra, &b.extra)
+        }
+        (AssistantContent::Thinking(a), AssistantContent::Thinking(b)) => {
+            let ThinkingContent {
+                thinking,
+                thinking_signature,
+                redacted,
+                extra,
+            } = a;
+            *thinking == b.thinking
+                && *thinking_signature == b.thinking_signature
+                && *redacted == b.redacted
+                && identical_maps(extra, &b.extra)
+        }
+        (AssistantContent::ToolCall(a), AssistantContent::ToolCall(b)) => {
+            identical_tool_calls(a, b)
+        }
+        _ => false,
+    }
+}
+
+/// [`identical_blocks`] for tool calls.
+pub(crate) fn identical_tool_calls(a: &ToolCall, b: &ToolCall) -> bool {
+    let ToolCall {
+        id,
+        name,
+        arguments,
+        thought_signature,
+        extra,
+    } = a;
+    *id == b.id
+        && *name == b.name
+        && *thought_signature == b.thought_signature
+        && identical_maps(arguments, &b.arguments)
+        && identical_maps(extra, &b.extra)
+}
+
+fn identical_maps(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|((ka, va), (kb, vb))| ka == kb && identical_values(va, vb))
+}
+
+fn identical_values(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => identical_maps(a, b),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| identical_values(a, b))
+        }
+        (Value::Number(x), Value::Number(y)) => {
+            x == y && (!x.is_f64() || x.as_f64().map(f64::to_bits) == y.as_f64().map(f64::to_bits))
+        }
+        _ => a == b,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn assign_from_keeps_only_blocks_that_serialize_the_same() {
+        let call = |args: Value| AssistantContent::ToolCall(ToolCall::new("c1", "f", args));
+        let ab: Value = serde_json::from_str(r#"{"a":1,"b":2}"#).unwrap();
+        let ba: Value = serde_json::from_str(r#"{"b":2,"a":1}"#).unwrap();
+        // `==` ignores key order and the sign of zero; the JSON does not.
+        assert_eq!(call(ab.clone()), call(ba.clone()));
+        assert!(!identical_blocks(&call(ab.clone()), &call(ba.clone())));
+        assert!(identical_blocks(&call(ab.clone()), &call(ab.clone())));
+        assert!(!identical_blocks(
+            &call(serde_json::json!({"x": 0.0})),
+            &call(serde_json::json!({"x": -0.0}))
+        ));
+        let mut mine = AssistantMessage::new("a", "p", "m").with_content(vec![call(ab)]);
+        let theirs = AssistantMessage::new("a", "p", "m").with_content(vec![call(ba)]);
+        mine.assign_from(&theirs);
+        assert_eq!(
+            serde_json::to_string(&mine).unwrap(),
+            serde_json::to_string(&theirs).unwrap()
+        );
+    }
     use serde_json::json;
 
     #[test]

@@ -1371,3 +1371,69 @@ async fn listeners_see_tool_arguments_as_they_stream() {
     );
     assert_eq!(known.last().unwrap().as_str(), "src/some/long/file.rs");
 }
+
+/// The transcript keeps the final message exactly, also when the streamed content differs
+/// from it (other text, tool arguments in another key order).
+#[tokio::test]
+async fn transcript_holds_the_final_message_not_the_streamed_one() {
+    use AssistantMessageEvent as E;
+    let model = FauxProvider::new().model();
+    let agent = Agent::builder(model)
+        .stream_fn(|m, _, _| {
+            let base = AssistantMessage::new(&m.api, &m.provider, &m.id);
+            let streamed: serde_json::Value = serde_json::from_str(r#"{"a":1,"b":2}"#).unwrap();
+            let last: serde_json::Value = serde_json::from_str(r#"{"b":2,"a":1}"#).unwrap();
+            let call = |args| pi_engine::ToolCall::new("c1", "missing", args);
+            let mut done = base.clone().with_content(vec![
+                AssistantContent::text("final text"),
+                AssistantContent::ToolCall(call(last)),
+            ]);
+            done.stop_reason = StopReason::Stop;
+            let events = vec![
+                E::Start,
+                E::TextStart { content_index: 0 },
+                E::TextDelta {
+                    content_index: 0,
+                    delta: "streamed".into(),
+                },
+                E::ToolcallStart {
+                    content_index: 1,
+                    id: "c1".into(),
+                    tool_name: "missing".into(),
+                },
+                E::ToolcallDelta {
+                    content_index: 1,
+                    delta: r#"{"a":1,"b":2}"#.into(),
+                },
+                E::ToolcallEnd {
+                    content_index: 1,
+                    tool_call: call(streamed),
+                },
+                E::Done {
+                    reason: StopReason::Stop,
+                    message: done,
+                },
+            ];
+            AssistantMessageEventStream::from_stream(
+                PartialMessage::new(base),
+                futures::stream::iter(events),
+            )
+        })
+        .max_turns(1)
+        .build();
+    let ends = Arc::new(Mutex::new(Vec::new()));
+    let seen = ends.clone();
+    agent.subscribe(move |e, _| {
+        if let AgentEvent::MessageEnd { message } = e {
+            seen.lock()
+                .unwrap()
+                .push(serde_json::to_string(message).unwrap());
+        }
+    });
+    agent.prompt("go").await.unwrap();
+    let messages = agent.messages();
+    let reply = serde_json::to_string(&messages[1]).unwrap();
+    assert!(reply.contains(r#""text":"final text""#), "{reply}");
+    assert!(reply.contains(r#""arguments":{"b":2,"a":1}"#), "{reply}");
+    assert_eq!(ends.lock().unwrap()[1], reply);
+}

@@ -341,6 +341,8 @@ struct Run<'c, E> {
     /// The tools' argument validators, compiled on first use.
     validators: ToolValidators,
     turns: usize,
+    /// The last `message_start` copy of a reply, whose buffers the next one reuses.
+    spare: Option<AssistantMessage>,
 }
 
 enum Next {
@@ -378,6 +380,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                 converted: Some(0),
             },
             turns: 0,
+            spare: None,
         }
     }
 
@@ -537,7 +540,10 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
     /// Emits `agent_end` with the run's messages (the run is over: they move out of the
     /// conversation).
     async fn end(&mut self) {
-        let messages = self.context.messages.split_off(self.start);
+        // Dropping the older messages in place moves the run's down, without the new
+        // allocation (and page faults) of `split_off`.
+        self.context.messages.drain(..self.start);
+        let messages = std::mem::take(&mut self.context.messages);
         let event = AgentEvent::AgentEnd { messages };
         self.emit(&event).await;
         if self.keep
@@ -691,11 +697,25 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                 Next::Event(event) => match event {
                     AssistantMessageEvent::Start => {
                         started = true;
-                        let message = stream.partial().clone();
-                        self.emit(&AgentEvent::MessageStart {
+                        // The event's copy of the (usually empty) start message reuses the
+                        // buffers of the previous turn's.
+                        let message = match self.spare.take() {
+                            Some(mut spare) => {
+                                spare.assign_from(stream.partial());
+                                spare
+                            }
+                            None => stream.partial().clone(),
+                        };
+                        let event = AgentEvent::MessageStart {
                             message: message.into(),
-                        })
-                        .await;
+                        };
+                        self.emit(&event).await;
+                        if let AgentEvent::MessageStart {
+                            message: AgentMessage::Assistant(m),
+                        } = event
+                        {
+                            self.spare = Some(m);
+                        }
                     }
                     AssistantMessageEvent::Done { message, .. }
                     | AssistantMessageEvent::Error { error: message, .. } => {

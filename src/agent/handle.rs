@@ -987,8 +987,17 @@ impl Agent {
                 }
             }
             AgentEvent::MessageEnd { message } => {
-                s.streaming = None;
-                s.messages.push(message.clone());
+                let message = match (s.streaming.take(), message) {
+                    // The streamed copy already holds (nearly) all of it: update it in place
+                    // rather than copying the reply once more.
+                    (Some(streaming), AgentMessage::Assistant(end)) => {
+                        let mut kept = streaming.partial.into_message();
+                        kept.assign_from(end);
+                        AgentMessage::Assistant(kept)
+                    }
+                    (_, message) => message.clone(),
+                };
+                s.messages.push(message);
             }
             AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
                 s.pending_tool_calls.push(tool_call_id.clone());

@@ -58,8 +58,10 @@
 mod cache;
 mod coerce;
 mod report;
+mod simple;
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
@@ -139,33 +141,53 @@ pub fn validate_tool_arguments(
 #[derive(Clone)]
 pub struct ToolValidator {
     schema: Value,
-    compiled: cache::Compiled,
+    /// The schema checked directly, when it is simple enough (see the `simple` module).
+    simple: Option<Arc<simple::Node>>,
+    /// Compiled on first need: always, unless the schema is simple and every call valid.
+    compiled: OnceLock<cache::Compiled>,
 }
 
 impl fmt::Debug for ToolValidator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolValidator")
             .field("schema", &self.schema)
-            .field("compiles", &self.compiled.is_ok())
+            .field("compiles", &self.compiled().is_ok())
             .finish()
     }
 }
 
 impl ToolValidator {
-    /// Compiles `tool`'s parameter schema (or takes it from the cache when an equal schema
-    /// was compiled before). A schema that does not compile is reported by
+    /// Prepares `tool`'s parameter schema. A schema that does not compile is reported by
     /// [`validate`](Self::validate), as [`ToolCallErrorKind::InvalidSchema`].
+    ///
+    /// Simple schemas (`type`, `properties`, `required`, `additionalProperties`, `items`,
+    /// string `enum`s, annotations: what most tools have) are checked directly, and only
+    /// compiled (or taken from the cache when an equal schema was compiled before) to
+    /// report the violations of invalid arguments.
     pub fn new(tool: &Tool) -> Self {
         ToolValidator {
-            compiled: cache::validator(&tool.parameters),
+            simple: simple::Node::parse(&tool.parameters).map(Arc::new),
+            compiled: OnceLock::new(),
             schema: tool.parameters.clone(),
         }
+    }
+
+    fn compiled(&self) -> &cache::Compiled {
+        self.compiled.get_or_init(|| cache::validator(&self.schema))
     }
 
     /// Validates `call`'s arguments: [`validate_tool_arguments`] against the tool this
     /// validator was made for.
     pub fn validate(&self, call: &ToolCall) -> Result<Map<String, Value>, ToolCallError> {
-        check(&self.schema, &self.compiled, call)
+        if let Some(simple) = &self.simple {
+            let coerced = coerce::coerce(Value::Object(call.arguments.clone()), &self.schema);
+            if simple.is_valid(&coerced)
+                && let Value::Object(args) = coerced
+            {
+                return Ok(args);
+            }
+        }
+        check(&self.schema, self.compiled(), call)
     }
 }
 
