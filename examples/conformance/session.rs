@@ -227,5 +227,9 @@ pub(crate) fn load(args: &[String]) -> Result<(), String> {
         "total_s": (t2 - t0).as_secs_f64(),
     });
     eprintln!("{summary}");
+    // The process exits next: like node, leave the memory to the OS instead of freeing the
+    // context message by message (a tenth of the run on a 100 MB uncompacted session).
+    std::mem::forget(ctx);
+    std::mem::forget(sm);
     Ok(())
 }

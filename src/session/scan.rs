@@ -31,7 +31,7 @@ pub(crate) struct Line<'a> {
     pub(crate) terminated: bool,
 }
 
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 256 << 10;
 
 impl<R: Read> LineScanner<R> {
     pub(crate) fn new(reader: R) -> Self {
