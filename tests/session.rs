@@ -677,9 +677,9 @@ fn open_with_context_is_open_then_build_context() {
     text.push_str(&format!(
         "{{\"type\":\"message\",\"id\":\"bad2\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{{\"role\":\"user\"}}}}\n"
     ));
-    text.push_str(&format!(
-        "{{\"type\":\"message\",\"id\":\"ok3\",\"parentId\":\"bad2\",\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{{\"timestamp\":5,\"role\":\"note\",\"x\":[1]}}}}\n"
-    ));
+    text.push_str(
+        "{\"type\":\"message\",\"id\":\"ok3\",\"parentId\":\"bad2\",\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{\"timestamp\":5,\"role\":\"note\",\"x\":[1]}}\n",
+    );
     text.push_str("{\"type\":\"message\",\"id\":\"torn\"");
     std::fs::write(&path, text).unwrap();
     files.push(path);
