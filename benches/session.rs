@@ -5,12 +5,14 @@
 //! `PI_SESSION_BENCH_FILE` to also bench a file of your own, e.g. the 100 MB session the
 //! perf harness generates (`/tmp/perf/sessions/session-100mb.jsonl`).
 //!
-//! `cargo bench --bench session`
+//! `cargo bench --bench session` (the `messages` group: decoding the uncompacted session's
+//! messages with the crate's one-pass `Deserialize`, against a plain `serde_json::Value` parse)
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use pi_engine::agent::AgentMessage;
 use pi_engine::session::{SessionManager, SessionOptions};
 use pi_engine::{
     AssistantContent, AssistantMessage, Content, StopReason, ToolResultMessage, UserMessage,
@@ -128,6 +130,35 @@ fn bench(c: &mut Criterion) {
             b.iter(|| black_box(sm.build_session_context().unwrap().messages.len()))
         });
     }
+    group.finish();
+
+    // Decoding messages: the typed one-pass `Deserialize` against a plain `serde_json::Value`
+    // parse of the same bytes (which the derive-based decoding did first, before two more
+    // passes through serde's buffered content).
+    let messages: Vec<String> = std::fs::read_to_string(&files[1].1)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("message").map(|m| m.to_string()))
+        .collect();
+    let bytes: usize = messages.iter().map(String::len).sum();
+    let mut group = c.benchmark_group("messages");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_function("decode/AgentMessage", |b| {
+        b.iter(|| {
+            for m in &messages {
+                black_box(serde_json::from_str::<AgentMessage>(m).unwrap());
+            }
+        })
+    });
+    group.bench_function("decode/serde_json::Value", |b| {
+        b.iter(|| {
+            for m in &messages {
+                black_box(serde_json::from_str::<serde_json::Value>(m).unwrap());
+            }
+        })
+    });
     group.finish();
 
     let mut sm = SessionOptions::new()

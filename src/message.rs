@@ -30,6 +30,8 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+
+mod de;
 use serde_json::{Map, Value};
 
 use crate::error::Error;
@@ -46,7 +48,7 @@ pub fn now_millis() -> i64 {
 }
 
 /// A text block.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct TextContent {
@@ -80,7 +82,7 @@ impl TextContent {
 }
 
 /// A reasoning ("thinking") block of an assistant message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ThinkingContent {
@@ -131,7 +133,7 @@ impl ThinkingContent {
 }
 
 /// An image, base64-encoded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ImageContent {
@@ -156,7 +158,7 @@ impl ImageContent {
 }
 
 /// A tool call made by the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ToolCall {
@@ -192,7 +194,7 @@ impl ToolCall {
 }
 
 /// A block of user content or of a tool result: text or an image.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum Content {
@@ -223,7 +225,7 @@ impl Content {
 }
 
 /// A block of an assistant message: text, thinking or a tool call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum AssistantContent {
@@ -253,7 +255,7 @@ impl AssistantContent {
 }
 
 /// The content of a user message: a plain string, or a list of text and image blocks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum UserContent {
     /// A plain string.
@@ -291,7 +293,7 @@ impl From<Vec<Content>> for UserContent {
 }
 
 /// A message from the user.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct UserMessage {
@@ -390,7 +392,7 @@ pub struct Cost {
 }
 
 /// Token counts and cost of one call. `input` excludes cache reads and writes.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Usage {
@@ -440,7 +442,7 @@ impl Usage {
 }
 
 /// A reply from the model, complete or (while streaming) partial.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct AssistantMessage {
@@ -666,7 +668,7 @@ impl AssistantMessage {
 }
 
 /// The result of running a tool, sent back to the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ToolResultMessage {
@@ -728,7 +730,7 @@ impl ToolResultMessage {
 }
 
 /// A message an LLM understands: user, assistant or tool result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "role", rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum Message {

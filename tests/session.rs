@@ -644,3 +644,60 @@ fn managers_move_between_threads() {
         .unwrap();
     assert_eq!(n, 1);
 }
+
+#[test]
+fn open_with_context_is_open_then_build_context() {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in [fixtures(), fixtures().join("session-golden")] {
+        for f in std::fs::read_dir(dir).unwrap() {
+            let f = f.unwrap().path();
+            if f.extension().is_some_and(|e| e == "jsonl") {
+                files.push(f);
+            }
+        }
+    }
+    // One written here: compactions between branches, a corrupt line, a message of the
+    // wrong shape, a custom role, and a torn last line.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut sm = SessionOptions::new()
+        .with_session_dir(tmp.path())
+        .create("/p");
+    let first = sm.append_message(UserMessage::text("one")).unwrap();
+    sm.append_message(assistant("two")).unwrap();
+    sm.append_compaction("summary", &first, 100, None, None)
+        .unwrap();
+    sm.append_message(UserMessage::text("three")).unwrap();
+    every_kind(&mut sm);
+    let path = sm.session_file().unwrap().to_owned();
+    drop(sm);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let last = text.lines().last().unwrap().to_owned();
+    let parent = serde_json::from_str::<Value>(&last).unwrap()["id"].clone();
+    text.push_str("{\"type\":\"message\",\"id\":\"bad1\", oops\n");
+    text.push_str(&format!(
+        "{{\"type\":\"message\",\"id\":\"bad2\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{{\"role\":\"user\"}}}}\n"
+    ));
+    text.push_str(
+        "{\"type\":\"message\",\"id\":\"ok3\",\"parentId\":\"bad2\",\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{\"timestamp\":5,\"role\":\"note\",\"x\":[1]}}\n",
+    );
+    text.push_str("{\"type\":\"message\",\"id\":\"torn\"");
+    std::fs::write(&path, text).unwrap();
+    files.push(path);
+
+    for f in &files {
+        // (Some fixtures are not sessions.)
+        let Ok(plain) = SessionOptions::new().read_only().open(f) else {
+            continue;
+        };
+        let expected = plain.build_session_context().unwrap();
+        let (sm, context) = SessionOptions::new()
+            .read_only()
+            .open_with_context(f)
+            .unwrap();
+        assert_eq!(context, expected, "{}", f.display());
+        assert_eq!(sm.entry_count(), plain.entry_count(), "{}", f.display());
+        assert_eq!(sm.leaf_id(), plain.leaf_id(), "{}", f.display());
+        assert_eq!(sm.build_session_context().unwrap(), expected);
+    }
+    assert!(files.len() > 10);
+}

@@ -200,11 +200,12 @@ pub(crate) fn context(args: &[String]) -> Result<(), String> {
 
 pub(crate) fn load(args: &[String]) -> Result<(), String> {
     let path = args.first().ok_or("missing session file")?;
+    // Open and build the context in one read of the file (the messages are decoded while it
+    // is indexed); "open" is the whole of it, "context" is zero.
     let t0 = Instant::now();
-    let sm = SessionManager::open(path).map_err(|e| e.to_string())?;
+    let (sm, ctx) = SessionManager::open_with_context(path).map_err(|e| e.to_string())?;
     let t1 = Instant::now();
-    let ctx = sm.build_session_context().map_err(|e| e.to_string())?;
-    let t2 = Instant::now();
+    let t2 = t1;
     // Validate against the generator's sidecar when there is one (as the node side does).
     let meta: Option<Value> = std::fs::read_to_string(format!("{path}.meta.json"))
         .ok()
@@ -227,5 +228,9 @@ pub(crate) fn load(args: &[String]) -> Result<(), String> {
         "total_s": (t2 - t0).as_secs_f64(),
     });
     eprintln!("{summary}");
+    // The process exits next: like node, leave the memory to the OS instead of freeing the
+    // context message by message (a tenth of the run on a 100 MB uncompacted session).
+    std::mem::forget(ctx);
+    std::mem::forget(sm);
     Ok(())
 }

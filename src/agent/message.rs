@@ -68,6 +68,11 @@ impl CustomMessage {
         }
     }
 
+    /// A custom message from a role and fields that do not hold `role`.
+    pub(crate) fn from_parts(role: String, fields: Map<String, Value>) -> Self {
+        CustomMessage { role, fields }
+    }
+
     /// The role.
     pub fn role(&self) -> &str {
         &self.role
@@ -263,24 +268,8 @@ struct Tagged<'a, T: Serialize> {
     m: &'a T,
 }
 
-impl<'de> Deserialize<'de> for AgentMessage {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let value = Value::deserialize(d)?;
-        let role = value
-            .get("role")
-            .and_then(Value::as_str)
-            .ok_or_else(|| D::Error::custom("a message needs a string `role`"))?;
-        match role {
-            "user" | "assistant" | "toolResult" => serde_json::from_value::<Message>(value)
-                .map(AgentMessage::from)
-                .map_err(D::Error::custom),
-            _ => serde_json::from_value::<CustomMessage>(value)
-                .map(AgentMessage::Custom)
-                .map_err(D::Error::custom),
-        }
-    }
-}
+// `Deserialize for AgentMessage` is in `crate::message::de`, with the LLM message types:
+// one pass over the input whatever the role.
 
 #[cfg(test)]
 mod tests {

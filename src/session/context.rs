@@ -109,6 +109,16 @@ fn assistant_model(line: &[u8]) -> Option<ModelRef> {
 }
 
 pub(crate) fn build(data: &Data, leaf: Option<u32>) -> Result<SessionContext> {
+    build_with(data, leaf, &mut [])
+}
+
+/// [`build`], taking the messages already decoded (`decoded[node]`, from the index pass)
+/// instead of reading their lines again.
+pub(crate) fn build_with(
+    data: &Data,
+    leaf: Option<u32>,
+    decoded: &mut [Option<Box<AgentMessage>>],
+) -> Result<SessionContext> {
     let Some(leaf) = leaf else {
         return Ok(SessionContext::default());
     };
@@ -200,24 +210,34 @@ pub(crate) fn build(data: &Data, leaf: Option<u32>) -> Result<SessionContext> {
     }
 
     let idxs: Vec<u32> = positions.iter().map(|&p| path[p]).collect();
+    let has = |i: u32| decoded.get(i as usize).is_some_and(Option::is_some);
+    let to_read: Vec<u32> = idxs.iter().copied().filter(|&i| !has(i)).collect();
+    let mut read = parse_items(data, &to_read)?.into_iter();
     ctx.messages.reserve(idxs.len());
-    ctx.messages.extend(parse_items(data, &idxs)?);
+    for &i in &idxs {
+        let item = match decoded.get_mut(i as usize).and_then(Option::take) {
+            Some(m) => Some(*m),
+            None => read.next().flatten(),
+        };
+        ctx.messages.extend(item);
+    }
     Ok(ctx)
 }
 
 /// Below this many bytes of messages one thread parses them all.
 const PARALLEL_MIN_BYTES: u64 = 8 << 20;
 
-/// The messages of context entries `idxs`, in order. A long uncompacted history is parsed
-/// on several threads (each reading its own part of the file).
-fn parse_items(data: &Data, idxs: &[u32]) -> Result<Vec<AgentMessage>> {
-    let run = |part: &[u32]| -> Result<Vec<AgentMessage>> {
+/// The messages of context entries `idxs`, in order (`None` for an entry left out). A long
+/// uncompacted history is parsed on several threads (each reading its own part of the file).
+fn parse_items(data: &Data, idxs: &[u32]) -> Result<Vec<Option<AgentMessage>>> {
+    let run = |part: &[u32]| -> Result<Vec<Option<AgentMessage>>> {
         let locs: Vec<_> = part.iter().map(|&i| data.index.node(i).loc).collect();
         let mut out = Vec::with_capacity(part.len());
         data.store.for_each_line(&locs, |k, line| {
-            if let Item::Message(m) = context_item(data, part[k], line)? {
-                out.push(m);
-            }
+            out.push(match context_item(data, part[k], line)? {
+                Item::Message(m) => Some(m),
+                Item::Skip => None,
+            });
             Ok(())
         })?;
         Ok(out)
@@ -234,7 +254,7 @@ fn parse_items(data: &Data, idxs: &[u32]) -> Result<Vec<AgentMessage>> {
         return run(idxs);
     }
     let size = idxs.len().div_ceil(chunks);
-    let parts: Vec<Result<Vec<AgentMessage>>> = std::thread::scope(|scope| {
+    let parts: Vec<Result<Vec<Option<AgentMessage>>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = idxs
             .chunks(size)
             .map(|part| scope.spawn(move || run(part)))

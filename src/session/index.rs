@@ -12,8 +12,9 @@ use std::path::Path;
 
 use super::entry::{CURRENT_SESSION_VERSION, EntryType, SessionHeader};
 use super::error::{Result, SessionError};
-use super::scan::{LineScanner, is_blank, parse_head, parse_value};
+use super::scan::{Head, LineScanner, is_blank, parse_head, parse_head_with_message, parse_value};
 use super::time::iso_to_millis;
+use crate::agent::AgentMessage;
 
 /// Where an entry's line is in the store (without its `\n`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +91,8 @@ pub(crate) struct Loaded {
     /// False when the file does not end with `\n` (a torn last line): the next append must
     /// start on a fresh line.
     pub(crate) ends_with_newline: bool,
+    /// With `decode`: per node, its decoded message (empty otherwise).
+    pub(crate) messages: Vec<Option<Box<AgentMessage>>>,
 }
 
 impl Index {
@@ -275,9 +278,15 @@ struct RawEntry {
     target_id: Option<Box<str>>,
     label: Option<Box<str>>,
     name: Option<Box<str>>,
+    /// The decoded message of a `message` entry, when decoding was asked for and worked.
+    message: Option<Box<AgentMessage>>,
 }
 
-fn raw_entry(line: &[u8], loc: Loc) -> Rec {
+/// `decode`: also decode the message of a `message` entry (see [`load`]).
+fn raw_entry(line: &[u8], loc: Loc, decode: bool) -> Rec {
+    if decode && let Some(head) = parse_head_with_message(line) {
+        return entry_rec(head, loc);
+    }
     let lossy: String;
     let parsed = match parse_head(line) {
         Ok(h) => Ok(h),
@@ -291,15 +300,16 @@ fn raw_entry(line: &[u8], loc: Loc) -> Rec {
             Cow::Borrowed(_) => Err(e),
         },
     };
-    let head = match parsed {
-        Ok(h) => h,
-        Err(e) => {
-            return Rec::Corrupt {
-                offset: loc.offset,
-                error: e.to_string(),
-            };
-        }
-    };
+    match parsed {
+        Ok(head) => entry_rec(head, loc),
+        Err(e) => Rec::Corrupt {
+            offset: loc.offset,
+            error: e.to_string(),
+        },
+    }
+}
+
+fn entry_rec(head: Head<'_>, loc: Loc) -> Rec {
     if head.kind.as_deref() == Some("session") {
         return Rec::Session;
     }
@@ -324,6 +334,10 @@ fn raw_entry(line: &[u8], loc: Loc) -> Rec {
         target_id: b(head.target_id),
         label: b(head.label),
         name: b(head.name),
+        message: head
+            .decoded
+            .filter(|_| entry_type == EntryType::Message)
+            .map(Box::new),
     })
 }
 
@@ -334,6 +348,7 @@ fn scan_chunk<S: Source + ?Sized>(
     stop: u64,
     eof: u64,
     skip_partial: bool,
+    mut decode: bool,
 ) -> io::Result<Vec<Rec>> {
     let from = if skip_partial { start - 1 } else { start };
     let mut scanner = LineScanner::at(
@@ -360,7 +375,14 @@ fn scan_chunk<S: Source + ?Sized>(
             offset: line.offset,
             len: line.bytes.len() as u32,
         };
-        out.push(raw_entry(line.bytes, loc));
+        let rec = raw_entry(line.bytes, loc, decode);
+        // After a compaction, what came before is likely summarized away: stop decoding.
+        if let Rec::Entry(e) = &rec
+            && e.entry_type == EntryType::Compaction
+        {
+            decode = false;
+        }
+        out.push(rec);
     }
     Ok(out)
 }
@@ -369,21 +391,26 @@ fn scan_chunk<S: Source + ?Sized>(
 const PARALLEL_MIN: u64 = 8 << 20;
 
 /// Parses every line after the header, in parallel chunks on large files.
-fn scan_body<S: Source + ?Sized>(src: &S, start: u64, eof: u64) -> io::Result<Vec<Rec>> {
+fn scan_body<S: Source + ?Sized>(
+    src: &S,
+    start: u64,
+    eof: u64,
+    decode: bool,
+) -> io::Result<Vec<Rec>> {
     let body = eof.saturating_sub(start);
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8) as u64;
     let chunks = (body / PARALLEL_MIN).clamp(1, threads.max(1));
     if chunks == 1 {
-        return scan_chunk(src, start, eof, eof, false);
+        return scan_chunk(src, start, eof, eof, false, decode);
     }
     let bounds: Vec<u64> = (0..=chunks).map(|k| start + body * k / chunks).collect();
     let results: Vec<io::Result<Vec<Rec>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..chunks as usize)
             .map(|k| {
                 let (s, e) = (bounds[k], bounds[k + 1]);
-                scope.spawn(move || scan_chunk(src, s, e, eof, k > 0))
+                scope.spawn(move || scan_chunk(src, s, e, eof, k > 0, decode))
             })
             .collect();
         handles
@@ -402,7 +429,12 @@ fn scan_body<S: Source + ?Sized>(src: &S, start: u64, eof: u64) -> io::Result<Ve
 }
 
 /// Reads and indexes a whole session. `path` is only used in errors and logs.
-pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path) -> Result<Loaded> {
+///
+/// `decode`: also decode the messages of version 3 `message` entries, up to the first
+/// compaction of each part of the file scanned (what comes before a compaction is usually
+/// not in the context): [`Loaded::messages`]. Building the context then reads the file only
+/// for what was not decoded.
+pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path, decode: bool) -> Result<Loaded> {
     let io_err = |e| SessionError::io(path, e);
     let eof = src.size().map_err(io_err)?;
     let mut header: Option<SessionHeader> = None;
@@ -483,10 +515,13 @@ pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path) -> Result<Loaded> {
             index,
             source_version,
             ends_with_newline: ends_with_newline(src, eof).map_err(io_err)?,
+            messages: Vec::new(),
         });
     }
 
-    for rec in scan_body(src, body_start, eof).map_err(io_err)? {
+    let decode = decode && source_version >= CURRENT_SESSION_VERSION;
+    let mut messages: Vec<Option<Box<AgentMessage>>> = Vec::new();
+    for rec in scan_body(src, body_start, eof, decode).map_err(io_err)? {
         let raw = match rec {
             Rec::Corrupt { offset, error } => {
                 tracing::warn!(path = %path.display(), offset, error = %error, "skipping a corrupt session line");
@@ -540,6 +575,9 @@ pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path) -> Result<Loaded> {
             loc: raw.loc,
         });
         parent_ids.push(parent_id);
+        if decode {
+            messages.push(raw.message);
+        }
     }
 
     // Resolve parents now that every id is known (a parent may come later in the file, and
@@ -565,6 +603,7 @@ pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path) -> Result<Loaded> {
         index,
         source_version,
         ends_with_newline: ends_with_newline(src, eof).map_err(io_err)?,
+        messages,
     })
 }
 

@@ -195,8 +195,45 @@ impl SessionOptions {
     /// (pi would truncate it), [`SessionError::UnsupportedVersion`],
     /// [`SessionError::Locked`] when another writer has it, [`SessionError::Io`].
     pub fn open(&self, path: impl AsRef<Path>) -> Result<SessionManager> {
-        let path =
-            std::path::absolute(path.as_ref()).map_err(|e| SessionError::io(path.as_ref(), e))?;
+        self.open_decoding(path.as_ref(), false).map(|(sm, _)| sm)
+    }
+
+    /// [`open`](Self::open), then [`build_session_context`](SessionManager::build_session_context),
+    /// in one read of the file: the messages are decoded while the file is indexed, up to the
+    /// first compaction met (what precedes a compaction is usually summarized away), so an
+    /// uncompacted session is not read and parsed twice. The result is the same as the two
+    /// calls; the messages not in the context are dropped.
+    ///
+    /// ```
+    /// use pi_engine::session::{SessionManager, SessionOptions};
+    /// use pi_engine::UserMessage;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("pi-open-ctx-doc-{}", std::process::id()));
+    /// let mut sm = SessionOptions::new().with_session_dir(&dir).create("/home/me/project");
+    /// sm.append_message(UserMessage::text("Hello")).unwrap();
+    /// let path = sm.session_file().unwrap().to_owned();
+    /// drop(sm);
+    ///
+    /// let (sm, context) = SessionOptions::new().read_only().open_with_context(&path).unwrap();
+    /// assert_eq!(context, sm.build_session_context().unwrap());
+    /// assert_eq!(context.messages.len(), 1);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// ```
+    pub fn open_with_context(
+        &self,
+        path: impl AsRef<Path>,
+    ) -> Result<(SessionManager, SessionContext)> {
+        let (sm, mut decoded) = self.open_decoding(path.as_ref(), true)?;
+        let context = context::build_with(&sm.data, sm.leaf, &mut decoded)?;
+        Ok((sm, context))
+    }
+
+    fn open_decoding(
+        &self,
+        path: &Path,
+        decode: bool,
+    ) -> Result<(SessionManager, Vec<Option<Box<AgentMessage>>>)> {
+        let path = std::path::absolute(path).map_err(|e| SessionError::io(path, e))?;
         let dir = self
             .session_dir
             .clone()
@@ -205,10 +242,10 @@ impl SessionOptions {
             let cwd = self.cwd.clone().unwrap_or_else(current_dir);
             let mut sm = SessionManager::fresh(cwd, dir, self.clone(), NewSession::default());
             sm.data.store = Store::File(FileStore::new_file(path, self.fsync));
-            return Ok(sm);
+            return Ok((sm, Vec::new()));
         }
         let store = FileStore::open(&path, self.read_only, self.fsync)?;
-        SessionManager::from_store(store, dir, self.clone(), self.cwd.clone())
+        SessionManager::from_store(store, dir, self.clone(), self.cwd.clone(), decode)
     }
 
     /// Opens the most recently modified session of `cwd`, or creates one.
@@ -248,7 +285,8 @@ impl SessionOptions {
             header.id
         ));
         let store = write_file(&path, &header, &src.data, &all, &[], self.fsync)?;
-        SessionManager::from_store(store, Some(dir), self.clone(), Some(target_cwd))
+        SessionManager::from_store(store, Some(dir), self.clone(), Some(target_cwd), false)
+            .map(|(sm, _)| sm)
     }
 
     /// The sessions of `cwd`, most recently active first.
@@ -362,6 +400,12 @@ impl SessionManager {
         SessionOptions::new().open(path)
     }
 
+    /// [`SessionOptions::open_with_context`] with default options: opens the file and builds
+    /// its context in one read.
+    pub fn open_with_context(path: impl AsRef<Path>) -> Result<(SessionManager, SessionContext)> {
+        SessionOptions::new().open_with_context(path)
+    }
+
     /// Opens the most recent session of `cwd`, or creates one (see
     /// [`SessionOptions::continue_recent`]).
     pub fn continue_recent(cwd: impl Into<String>) -> Result<SessionManager> {
@@ -445,10 +489,11 @@ impl SessionManager {
         session_dir: Option<PathBuf>,
         options: SessionOptions,
         cwd_override: Option<String>,
-    ) -> Result<SessionManager> {
+        decode: bool,
+    ) -> Result<(SessionManager, Vec<Option<Box<AgentMessage>>>)> {
         let path = store.path.clone();
         let loaded = match store.file() {
-            Some(file) => index::load(file, &path)?,
+            Some(file) => index::load(file, &path, decode)?,
             None => return Err(SessionError::io(&path, std::io::ErrorKind::NotFound.into())),
         };
         let mut store = store;
@@ -458,13 +503,13 @@ impl SessionManager {
             let cwd = cwd_override.unwrap_or_else(current_dir);
             let mut sm = SessionManager::fresh(cwd, session_dir, options, NewSession::default());
             sm.data.store = Store::File(store);
-            return Ok(sm);
+            return Ok((sm, Vec::new()));
         };
         let cwd = cwd_override
             .or_else(|| (!header.cwd.is_empty()).then(|| header.cwd.clone()))
             .unwrap_or_else(current_dir);
         let leaf = loaded.index.len().checked_sub(1).map(|l| l as u32);
-        Ok(SessionManager {
+        let sm = SessionManager {
             data: Data {
                 index: loaded.index,
                 store: Store::File(store),
@@ -476,7 +521,8 @@ impl SessionManager {
             session_dir,
             options,
             leaf,
-        })
+        };
+        Ok((sm, loaded.messages))
     }
 
     /// Starts a new, empty session in the same directory (pi's `newSession`); returns its
@@ -645,7 +691,9 @@ impl SessionManager {
             self.session_dir.clone(),
             self.options.clone(),
             Some(self.cwd.clone()),
-        )?;
+            false,
+        )?
+        .0;
         let leaf = leaf_id.and_then(|id| reopened.data.index.get(&id));
         *self = reopened;
         self.leaf = leaf;
@@ -1031,7 +1079,9 @@ impl SessionManager {
                     self.session_dir.clone(),
                     self.options.clone(),
                     Some(self.cwd.clone()),
-                )?;
+                    false,
+                )?
+                .0;
                 Ok(Some(file))
             }
             Store::Memory(_) => {
@@ -1041,7 +1091,7 @@ impl SessionManager {
                     image.extend_from_slice(&line);
                     image.push(b'\n');
                 }
-                let loaded = index::load(image.as_slice(), Path::new("<memory>"))?;
+                let loaded = index::load(image.as_slice(), Path::new("<memory>"), false)?;
                 let leaf = loaded.index.len().checked_sub(1).map(|l| l as u32);
                 self.data = Data {
                     index: loaded.index,

@@ -13,6 +13,8 @@ use std::io::{self, Read};
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use crate::agent::AgentMessage;
+
 /// Yields the lines of a reader with their offsets, reading through a reusable buffer.
 pub(crate) struct LineScanner<R> {
     reader: R,
@@ -31,7 +33,7 @@ pub(crate) struct Line<'a> {
     pub(crate) terminated: bool,
 }
 
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 256 << 10;
 
 impl<R: Read> LineScanner<R> {
     pub(crate) fn new(reader: R) -> Self {
@@ -291,9 +293,14 @@ pub(crate) struct Head<'a> {
     pub(crate) target_id: Option<Cow<'a, str>>,
     pub(crate) label: Option<Cow<'a, str>>,
     pub(crate) name: Option<Cow<'a, str>>,
+    /// The decoded `message`, when asked for ([`parse_head_with_message`]).
+    pub(crate) decoded: Option<AgentMessage>,
 }
 
-struct HeadVisitor;
+/// `decode`: read `message` as an [`AgentMessage`] (failing the line when it is not one).
+struct HeadVisitor {
+    decode: bool,
+}
 
 impl<'de> Visitor<'de> for HeadVisitor {
     type Value = Head<'de>;
@@ -309,6 +316,15 @@ impl<'de> Visitor<'de> for HeadVisitor {
                 Some("id") => head.id = map.next_value::<LStr<'de>>()?.0,
                 Some("parentId") => head.parent_id = map.next_value::<LStr<'de>>()?.0,
                 Some("timestamp") => head.timestamp = map.next_value::<LStr<'de>>()?.0,
+                Some("message") if self.decode => {
+                    let message = map.next_value::<AgentMessage>()?;
+                    head.message = MsgHead {
+                        role: Some(Cow::Owned(message.role().to_owned())),
+                        has_content: true,
+                        ..MsgHead::default()
+                    };
+                    head.decoded = Some(message);
+                }
                 Some("message") => head.message = map.next_value::<MsgHead<'de>>()?,
                 Some("targetId") => head.target_id = map.next_value::<LStr<'de>>()?.0,
                 Some("label") => head.label = map.next_value::<LStr<'de>>()?.0,
@@ -324,8 +340,19 @@ impl<'de> Visitor<'de> for HeadVisitor {
 
 impl<'de> Deserialize<'de> for Head<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(HeadVisitor)
+        d.deserialize_map(HeadVisitor { decode: false })
     }
+}
+
+/// Parses the head of one line and decodes its `message` in the same pass. `None` when the
+/// line is not valid UTF-8, or its `message` is not an [`AgentMessage`] (the caller then
+/// takes the lenient path, [`parse_head`]).
+pub(crate) fn parse_head_with_message(bytes: &[u8]) -> Option<Head<'_>> {
+    let text = simdutf8::basic::from_utf8(bytes).ok()?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let head = de.deserialize_map(HeadVisitor { decode: true }).ok()?;
+    de.end().ok()?;
+    Some(head)
 }
 
 /// Parses a whole line as a JSON value, accepting invalid UTF-8 the way pi does (read as

@@ -234,7 +234,7 @@ impl Store {
         F: FnMut(usize, &[u8]) -> Result<()>,
     {
         const MAX_GAP: u64 = 64 << 10;
-        const MAX_RUN: u64 = 4 << 20;
+        const MAX_RUN: u64 = 256 << 10;
         match self {
             Store::Memory(buf) => {
                 for (i, loc) in locs.iter().enumerate() {
