@@ -43,6 +43,11 @@ pub struct SseEvent<'a> {
 }
 
 impl<'a> SseEvent<'a> {
+    /// An event from its parts (for an event whose data was taken out of the decoder).
+    pub(crate) fn new(event: &'a [u8], data: &'a [u8]) -> Self {
+        SseEvent { event, data }
+    }
+
     /// The event name: the `event:` field, or `"message"` when there was none (or it is not
     /// UTF-8).
     pub fn event(&self) -> &'a str {
@@ -73,6 +78,9 @@ impl<'a> SseEvent<'a> {
     }
 }
 
+/// Buffer capacity kept after a long event is consumed (see `compact`).
+const RELEASE_ABOVE: usize = 1 << 20;
+
 /// Incremental SSE decoder. See the [module documentation](self).
 #[derive(Debug, Default)]
 pub struct SseDecoder {
@@ -95,6 +103,9 @@ pub struct SseDecoder {
     /// `buf[pos..scanned]` holds no line break: the search for the end of a long line resumes
     /// here when more of it arrives, instead of rescanning it from its start.
     scanned: usize,
+    /// Where the data of the event returned last is in `buf`, until more is fed: see
+    /// [`take_last_data`](Self::take_last_data).
+    last_data: Field,
     /// Bytes searched for line breaks, to test that the work is linear.
     #[cfg(test)]
     searched: usize,
@@ -118,6 +129,7 @@ impl SseDecoder {
 
     /// Appends a chunk of the body.
     pub fn feed(&mut self, chunk: &[u8]) {
+        self.last_data = Field::None;
         // Drop consumed bytes once they are at least half of the buffer: each byte is moved
         // at most once on average.
         if self.pos > 0 && self.pos >= self.buf.len() / 2 {
@@ -142,6 +154,7 @@ impl SseDecoder {
 
     /// The next complete event, if the bytes fed so far contain one.
     pub fn next_event(&mut self) -> Option<SseEvent<'_>> {
+        self.last_data = Field::None;
         loop {
             let rest = &self.buf[self.pos..];
             if self.after_cr {
@@ -255,10 +268,35 @@ impl SseDecoder {
         };
         let data = match std::mem::take(&mut self.data) {
             Field::None => &[][..],
-            Field::Range(r) => &self.buf[r],
-            Field::Owned => &self.joined[..],
+            Field::Range(r) => {
+                self.last_data = Field::Range(r.clone());
+                &self.buf[r]
+            }
+            Field::Owned => {
+                self.last_data = Field::Owned;
+                &self.joined[..]
+            }
         };
         SseEvent { event, data }
+    }
+
+    /// Moves the data of the event [`next_event`](Self::next_event) returned last out of
+    /// the decoder without copying it (`None` when nothing was returned since the last
+    /// call, or more was fed, or the event had no data). For a long event that a decoder
+    /// wants to own (to unescape a long string in place rather than into a copy).
+    pub(crate) fn take_last_data(&mut self) -> Option<Vec<u8>> {
+        let range = match std::mem::take(&mut self.last_data) {
+            Field::None => return None,
+            Field::Owned => return Some(std::mem::take(&mut self.joined)),
+            Field::Range(range) => range,
+        };
+        // The bytes after the event stay in the decoder; the buffer is the event's.
+        let rest = self.buf.split_off(range.end);
+        let mut data = std::mem::replace(&mut self.buf, rest);
+        data.drain(..range.start);
+        self.pos -= range.end;
+        self.scanned = self.scanned.saturating_sub(range.end);
+        Some(data)
     }
 
     /// Drops consumed bytes. Fields of a pending event that point into them are copied first
@@ -277,6 +315,13 @@ impl SseDecoder {
         self.buf.drain(..self.pos);
         self.scanned = self.scanned.saturating_sub(self.pos);
         self.pos = 0;
+        // A long event (a Responses `output_item.done` repeats the whole reply) grew the
+        // buffer: give the memory back once it is consumed, so that one big event does not
+        // keep the process's peak memory up for the rest of the stream. Growing it again
+        // takes as many fed bytes as are released, so this is amortized O(1) per byte.
+        if self.buf.capacity() > RELEASE_ABOVE && self.buf.len() < self.buf.capacity() / 4 {
+            self.buf.shrink_to(RELEASE_ABOVE.max(2 * self.buf.len()));
+        }
     }
 }
 
@@ -407,6 +452,55 @@ mod tests {
             "{}",
             sse.buf.capacity()
         );
+    }
+
+    #[test]
+    fn memory_of_a_long_event_is_released_once_consumed() {
+        let mut sse = SseDecoder::new();
+        let long = format!("data: {}\n\n", "x".repeat(8 << 20));
+        for chunk in long.as_bytes().chunks(16 << 10) {
+            sse.feed(chunk);
+        }
+        assert_eq!(sse.next_event().unwrap().data().len(), 8 << 20);
+        assert!(sse.buf.capacity() >= 8 << 20);
+        for _ in 0..3 {
+            sse.feed(b"data: small\n\n");
+            assert_eq!(sse.next_event().unwrap().data(), b"small");
+        }
+        assert!(
+            sse.buf.capacity() <= RELEASE_ABOVE,
+            "{}",
+            sse.buf.capacity()
+        );
+    }
+
+    #[test]
+    fn the_last_data_can_be_taken_out() {
+        let mut sse = SseDecoder::new();
+        sse.feed(b"event: a\ndata: first\n\ndata: x\ndata: y\n\ndata: third\n\ndata: fou");
+        assert_eq!(sse.next_event().unwrap().data(), b"first");
+        assert_eq!(sse.take_last_data().unwrap(), b"first");
+        assert_eq!(sse.take_last_data(), None);
+        // Joined lines too.
+        assert_eq!(sse.next_event().unwrap().data(), b"x\ny");
+        assert_eq!(sse.take_last_data().unwrap(), b"x\ny");
+        assert_eq!(sse.take_last_data(), None);
+        assert_eq!(sse.next_event().unwrap().data(), b"third");
+        assert!(sse.next_event().is_none());
+        // Only right after the event is returned.
+        assert_eq!(sse.take_last_data(), None);
+        sse.feed(b"rth\r\n\r\nevent: e\r");
+        assert_eq!(sse.next_event().unwrap().data(), b"fourth");
+        assert_eq!(sse.take_last_data().unwrap(), b"fourth");
+        sse.feed(b"\ndata: 5\r\n\r\n");
+        let five = sse.next_event().unwrap();
+        assert_eq!((five.event(), five.data()), ("e", &b"5"[..]));
+        assert!(sse.next_event().is_none());
+        sse.feed(b"data: last");
+        sse.finish();
+        assert_eq!(sse.next_event().unwrap().data(), b"last");
+        assert_eq!(sse.take_last_data().unwrap(), b"last");
+        assert!(sse.next_event().is_none());
     }
 
     #[test]
