@@ -1426,6 +1426,10 @@ impl Decoder for ResponsesDecoder {
         self.handle(event, data, out)
     }
 
+    fn wants_large_event(&self, name: &[u8]) -> bool {
+        name == b"response.output_item.done"
+    }
+
     /// A long `output_item.done` of a message (it repeats the whole reply) has its text
     /// unescaped in place: the reply is then held twice (message and `text_end`), not three
     /// times.
@@ -1824,6 +1828,9 @@ mod tests {
             .map(|e| decoder.long_message_text(b"", e.as_bytes()).is_some())
             .collect();
         assert_eq!(found[..3], [true, true, false]);
+        // Only that event is handed over (a long `response.completed` is read in place).
+        assert!(decoder.wants_large_event(b"response.output_item.done"));
+        assert!(!decoder.wants_large_event(b"response.completed"));
         assert!(found[3..].iter().all(|f| !f));
         let (_, message) = decode_responses(&lines, true);
         assert_eq!(message["content"][0]["text"], "Hi \"there\"\n\u{e9}");

@@ -36,6 +36,12 @@ pub(crate) trait Decoder: Send + 'static {
     /// with an `error` event (the events already pushed are delivered first).
     fn on_event(&mut self, event: SseEvent<'_>, out: &mut Emit<'_>) -> Result<(), Error>;
 
+    /// Whether an event named `name` (the SSE `event:` field) whose data is at least
+    /// [`LARGE_EVENT`] bytes goes to [`on_large_event`](Self::on_large_event), owned.
+    fn wants_large_event(&self, _name: &[u8]) -> bool {
+        false
+    }
+
     /// An event whose data is at least [`LARGE_EVENT`] bytes, handed over: a decoder that
     /// reads a long string out of it can unescape it in place instead of into a copy, so
     /// that a reply repeated whole at the end of a stream (Responses' `output_item.done`)
@@ -216,7 +222,9 @@ impl<D: Decoder> Driver<D> {
                     } = self;
                     if let Some(event) = sse.next_event() {
                         let mut out = Emit { queue, state };
-                        let handled = if event.data().len() >= LARGE_EVENT {
+                        let handled = if event.data().len() >= LARGE_EVENT
+                            && decoder.wants_large_event(event.event_bytes())
+                        {
                             let name = event.event_bytes().to_vec();
                             let data = sse.take_last_data().unwrap_or_default();
                             decoder.on_large_event(&name, data, &mut out)
