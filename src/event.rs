@@ -487,6 +487,42 @@ mod tests {
             panic!()
         };
         assert_eq!(t.text.as_ptr(), before, "the equal block was not copied");
+        // Signatures added at the end (Responses, Anthropic) do not copy the text either.
+        let mut signed = done.clone();
+        let mut thinking = crate::message::ThinkingContent::new("plan");
+        thinking.thinking_signature = Some("sig".into());
+        thinking.redacted = Some(true);
+        signed.content.push(AssistantContent::Thinking(thinking));
+        p.apply(&E::Done {
+            reason: StopReason::Stop,
+            message: signed.clone(),
+        });
+        let thinking_before = match &p.message().content[2] {
+            AssistantContent::Thinking(t) => t.thinking.as_ptr(),
+            _ => panic!(),
+        };
+        let AssistantContent::Text(t) = &mut signed.content[0] else {
+            panic!()
+        };
+        t.text_signature = Some("{\"v\":1}".into());
+        t.extra.insert("x".into(), json!(1));
+        let AssistantContent::Thinking(t) = &mut signed.content[2] else {
+            panic!()
+        };
+        t.thinking_signature = Some("sig2".into());
+        t.redacted = None;
+        p.apply(&E::Done {
+            reason: StopReason::Stop,
+            message: signed.clone(),
+        });
+        assert_eq!(p.message(), &signed);
+        let (AssistantContent::Text(t), AssistantContent::Thinking(th)) =
+            (&p.message().content[0], &p.message().content[2])
+        else {
+            panic!()
+        };
+        assert_eq!(t.text.as_ptr(), before, "the signed text was not copied");
+        assert_eq!(th.thinking.as_ptr(), thinking_before);
         // A final message with less or different content replaces it.
         let shorter =
             AssistantMessage::new("a", "p", "m").with_content(vec![AssistantContent::text("x")]);

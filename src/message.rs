@@ -600,10 +600,25 @@ impl AssistantMessage {
         } = other;
         self.content.truncate(content.len());
         for (i, block) in content.iter().enumerate() {
-            match self.content.get_mut(i) {
-                Some(mine) if identical_blocks(mine, block) => {}
-                Some(mine) => *mine = block.clone(),
-                None => self.content.push(block.clone()),
+            match (self.content.get_mut(i), block) {
+                (Some(mine), _) if identical_blocks(mine, block) => {}
+                // Same text, new signature (the usual end of a block): the text stays.
+                (Some(AssistantContent::Text(mine)), AssistantContent::Text(theirs))
+                    if mine.text == theirs.text =>
+                {
+                    mine.text_signature.clone_from(&theirs.text_signature);
+                    mine.extra.clone_from(&theirs.extra);
+                }
+                (Some(AssistantContent::Thinking(mine)), AssistantContent::Thinking(theirs))
+                    if mine.thinking == theirs.thinking =>
+                {
+                    mine.thinking_signature
+                        .clone_from(&theirs.thinking_signature);
+                    mine.redacted = theirs.redacted;
+                    mine.extra.clone_from(&theirs.extra);
+                }
+                (Some(mine), _) => *mine = block.clone(),
+                (None, _) => self.content.push(block.clone()),
             }
         }
         self.api.clone_from(api);

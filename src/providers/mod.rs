@@ -30,6 +30,7 @@ pub mod google;
 pub mod google_vertex;
 #[cfg(feature = "http")]
 pub(crate) mod http;
+pub(crate) mod json_scan;
 #[cfg(feature = "openai")]
 pub mod openai_codex_responses;
 #[cfg(feature = "openai")]

@@ -43,6 +43,11 @@ pub struct SseEvent<'a> {
 }
 
 impl<'a> SseEvent<'a> {
+    /// An event from its parts (for an event whose data was taken out of the decoder).
+    pub(crate) fn new(event: &'a [u8], data: &'a [u8]) -> Self {
+        SseEvent { event, data }
+    }
+
     /// The event name: the `event:` field, or `"message"` when there was none (or it is not
     /// UTF-8).
     pub fn event(&self) -> &'a str {
@@ -95,6 +100,9 @@ pub struct SseDecoder {
     /// `buf[pos..scanned]` holds no line break: the search for the end of a long line resumes
     /// here when more of it arrives, instead of rescanning it from its start.
     scanned: usize,
+    /// Where the data of the event returned last is in `buf`, until more is fed: see
+    /// [`take_last_data`](Self::take_last_data).
+    last_data: Field,
     /// Bytes searched for line breaks, to test that the work is linear.
     #[cfg(test)]
     searched: usize,
@@ -118,6 +126,7 @@ impl SseDecoder {
 
     /// Appends a chunk of the body.
     pub fn feed(&mut self, chunk: &[u8]) {
+        self.last_data = Field::None;
         // Drop consumed bytes once they are at least half of the buffer: each byte is moved
         // at most once on average.
         if self.pos > 0 && self.pos >= self.buf.len() / 2 {
@@ -142,6 +151,7 @@ impl SseDecoder {
 
     /// The next complete event, if the bytes fed so far contain one.
     pub fn next_event(&mut self) -> Option<SseEvent<'_>> {
+        self.last_data = Field::None;
         loop {
             let rest = &self.buf[self.pos..];
             if self.after_cr {
@@ -255,10 +265,41 @@ impl SseDecoder {
         };
         let data = match std::mem::take(&mut self.data) {
             Field::None => &[][..],
-            Field::Range(r) => &self.buf[r],
-            Field::Owned => &self.joined[..],
+            Field::Range(r) => {
+                self.last_data = Field::Range(r.clone());
+                &self.buf[r]
+            }
+            Field::Owned => {
+                self.last_data = Field::Owned;
+                &self.joined[..]
+            }
         };
         SseEvent { event, data }
+    }
+
+    /// Moves the data of the event [`next_event`](Self::next_event) returned last out of
+    /// the decoder without copying it (`None` when nothing was returned since the last
+    /// call, or more was fed, or the event had no data). For a long event that a decoder
+    /// wants to own (to unescape a long string in place rather than into a copy).
+    pub(crate) fn take_last_data(&mut self) -> Option<Vec<u8>> {
+        let range = match std::mem::take(&mut self.last_data) {
+            Field::None => return None,
+            Field::Owned => return Some(std::mem::take(&mut self.joined)),
+            Field::Range(range) => range,
+        };
+        // The bytes after the event stay in the decoder, in a buffer as large as the one
+        // given away: a stream with one long event usually has another (a Responses reply
+        // is repeated by `output_item.done` and `response.completed`), and growing a
+        // buffer again by doubling leaves the allocator with freed blocks it does not
+        // return. Its pages are not touched until bytes arrive.
+        let mut rest = Vec::with_capacity(self.buf.capacity());
+        rest.extend_from_slice(&self.buf[range.end..]);
+        self.buf.truncate(range.end);
+        let mut data = std::mem::replace(&mut self.buf, rest);
+        data.drain(..range.start);
+        self.pos -= range.end;
+        self.scanned = self.scanned.saturating_sub(range.end);
+        Some(data)
     }
 
     /// Drops consumed bytes. Fields of a pending event that point into them are copied first
@@ -407,6 +448,50 @@ mod tests {
             "{}",
             sse.buf.capacity()
         );
+    }
+
+    #[test]
+    fn taking_a_long_event_keeps_room_for_the_next() {
+        let mut sse = SseDecoder::new();
+        let long = format!("data: {}\n\ndata: n", "x".repeat(1 << 20));
+        for chunk in long.as_bytes().chunks(16 << 10) {
+            sse.feed(chunk);
+        }
+        assert_eq!(sse.next_event().unwrap().data().len(), 1 << 20);
+        let data = sse.take_last_data().unwrap();
+        assert_eq!(data.len(), 1 << 20);
+        assert!(sse.buf.capacity() >= 1 << 20);
+        sse.feed(b"ext\n\n");
+        assert_eq!(sse.next_event().unwrap().data(), b"next");
+    }
+
+    #[test]
+    fn the_last_data_can_be_taken_out() {
+        let mut sse = SseDecoder::new();
+        sse.feed(b"event: a\ndata: first\n\ndata: x\ndata: y\n\ndata: third\n\ndata: fou");
+        assert_eq!(sse.next_event().unwrap().data(), b"first");
+        assert_eq!(sse.take_last_data().unwrap(), b"first");
+        assert_eq!(sse.take_last_data(), None);
+        // Joined lines too.
+        assert_eq!(sse.next_event().unwrap().data(), b"x\ny");
+        assert_eq!(sse.take_last_data().unwrap(), b"x\ny");
+        assert_eq!(sse.take_last_data(), None);
+        assert_eq!(sse.next_event().unwrap().data(), b"third");
+        assert!(sse.next_event().is_none());
+        // Only right after the event is returned.
+        assert_eq!(sse.take_last_data(), None);
+        sse.feed(b"rth\r\n\r\nevent: e\r");
+        assert_eq!(sse.next_event().unwrap().data(), b"fourth");
+        assert_eq!(sse.take_last_data().unwrap(), b"fourth");
+        sse.feed(b"\ndata: 5\r\n\r\n");
+        let five = sse.next_event().unwrap();
+        assert_eq!((five.event(), five.data()), ("e", &b"5"[..]));
+        assert!(sse.next_event().is_none());
+        sse.feed(b"data: last");
+        sse.finish();
+        assert_eq!(sse.next_event().unwrap().data(), b"last");
+        assert_eq!(sse.take_last_data().unwrap(), b"last");
+        assert!(sse.next_event().is_none());
     }
 
     #[test]

@@ -36,6 +36,25 @@ pub(crate) trait Decoder: Send + 'static {
     /// with an `error` event (the events already pushed are delivered first).
     fn on_event(&mut self, event: SseEvent<'_>, out: &mut Emit<'_>) -> Result<(), Error>;
 
+    /// Whether an event named `name` (the SSE `event:` field) whose data is at least
+    /// [`LARGE_EVENT`] bytes goes to [`on_large_event`](Self::on_large_event), owned.
+    fn wants_large_event(&self, _name: &[u8]) -> bool {
+        false
+    }
+
+    /// An event whose data is at least [`LARGE_EVENT`] bytes, handed over: a decoder that
+    /// reads a long string out of it can unescape it in place instead of into a copy, so
+    /// that a reply repeated whole at the end of a stream (Responses' `output_item.done`)
+    /// is not held three times (wire, message, copy). By default it is read as any event.
+    fn on_large_event(
+        &mut self,
+        name: &[u8],
+        data: Vec<u8>,
+        out: &mut Emit<'_>,
+    ) -> Result<(), Error> {
+        self.on_event(SseEvent::new(name, &data), out)
+    }
+
     /// The body ended. `Ok` ends the stream with `done`; `Err` (a stream cut before its
     /// final event, a refusal, …) with `error`. May push last events (e.g. `*_end` of open
     /// blocks) before returning.
@@ -57,7 +76,16 @@ pub(crate) struct Emit<'a> {
     state: &'a PartialMessage,
 }
 
-impl Emit<'_> {
+impl<'a> Emit<'a> {
+    /// An `Emit` outside the driver, for decoder unit tests.
+    #[cfg(test)]
+    pub(crate) fn new(
+        queue: &'a mut VecDeque<AssistantMessageEvent>,
+        state: &'a PartialMessage,
+    ) -> Self {
+        Emit { queue, state }
+    }
+
     /// Queues an event.
     pub(crate) fn push(&mut self, event: AssistantMessageEvent) {
         self.queue.push_back(event);
@@ -76,6 +104,9 @@ impl Emit<'_> {
         self.state.tool_arguments_text(index)
     }
 }
+
+/// The size from which an event's data is handed to [`Decoder::on_large_event`].
+pub(crate) const LARGE_EVENT: usize = 1 << 20;
 
 /// The message text of an aborted call (pi's wording).
 pub(crate) const ABORTED: &str = "Request was aborted";
@@ -149,6 +180,9 @@ impl<D: Decoder> Driver<D> {
             }
             if let Some(end) = self.end.take() {
                 self.phase = Phase::Finished;
+                // Nothing more is decoded: release the buffer before the final message is
+                // copied (it may hold a long last event).
+                self.sse = SseDecoder::new();
                 return Poll::Ready(Some(self.final_event(end, state)));
             }
             if matches!(self.phase, Phase::Finished) {
@@ -188,7 +222,16 @@ impl<D: Decoder> Driver<D> {
                     } = self;
                     if let Some(event) = sse.next_event() {
                         let mut out = Emit { queue, state };
-                        if let Err(error) = decoder.on_event(event, &mut out) {
+                        let handled = if event.data().len() >= LARGE_EVENT
+                            && decoder.wants_large_event(event.event_bytes())
+                        {
+                            let name = event.event_bytes().to_vec();
+                            let data = sse.take_last_data().unwrap_or_default();
+                            decoder.on_large_event(&name, data, &mut out)
+                        } else {
+                            decoder.on_event(event, &mut out)
+                        };
+                        if let Err(error) = handled {
                             *end = Some(Err(error));
                         }
                         continue;

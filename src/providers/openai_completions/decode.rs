@@ -17,6 +17,7 @@ use crate::json::{js, parse_streaming_json};
 use crate::message::{AssistantContent, AssistantMessage, StopReason, ToolCall, Usage};
 use crate::model::{Model, ModelCost};
 use crate::providers::http::{Decoder, Emit, repair_json, stream_event_error};
+use crate::providers::json_scan::{Cursor, Seen};
 use crate::providers::sse::SseEvent;
 
 /// The delta fields that carry reasoning, in pi's order of preference. The one a stream
@@ -786,6 +787,10 @@ impl Decoder for CompletionsDecoder {
         if data.trim_ascii().is_empty() {
             return Ok(());
         }
+        if let Some(chunk) = fast_chunk(data) {
+            self.handle(chunk, out);
+            return Ok(());
+        }
         let chunk = match serde_json::from_slice::<WireChunk<'_>>(data) {
             Ok(chunk) => chunk,
             Err(first) => {
@@ -919,4 +924,253 @@ fn is_truthy_raw(raw: &RawValue) -> bool {
         raw.get().trim(),
         "null" | "false" | "0" | "\"\"" | "-0" | "0.0"
     )
+}
+
+/// The common chunk read without serde: one choice whose delta is text (`content`, maybe
+/// with `role` and a null `refusal`), no finish reason and no usage, in the layout OpenAI
+/// writes: `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o",
+/// "system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":"…"},"logprobs":null,
+/// "finish_reason":null}],"usage":null}`, members in any order. Anything else (a finish
+/// reason, usage, reasoning, tool calls, another member, a value of another type, a repeated
+/// member) returns `None` and goes through [`WireChunk`]. A long reply is millions of these
+/// chunks, and serde's derived visitors spend most of their time on the members that are not
+/// read.
+fn fast_chunk(data: &[u8]) -> Option<WireChunk<'_>> {
+    let mut c = Cursor::new(data);
+    c.byte(b'{')?;
+    let mut seen = Seen::default();
+    let (mut id, mut model, mut choice) = (None, None, None);
+    loop {
+        match c.key()? {
+            b"id" => {
+                seen.first(0)?;
+                id = Some(Cow::Borrowed(c.plain_string()?));
+            }
+            b"model" => {
+                seen.first(1)?;
+                model = Some(Cow::Borrowed(c.plain_string()?));
+            }
+            b"choices" => {
+                seen.first(2)?;
+                choice = Some(text_choice(&mut c)?);
+            }
+            b"usage" => seen.first(3).and_then(|()| c.null())?,
+            b"object" => seen.first(4).and_then(|()| c.skip_string())?,
+            b"created" => seen.first(5).and_then(|()| c.integer()).map(drop)?,
+            b"system_fingerprint" => seen.first(6).and_then(|()| string_or_null(&mut c))?,
+            b"service_tier" => seen.first(7).and_then(|()| string_or_null(&mut c))?,
+            b"obfuscation" => seen.first(8).and_then(|()| c.skip_string())?,
+            _ => return None,
+        }
+        if !c.next(b'}')? {
+            break;
+        }
+    }
+    if !c.at_end() {
+        return None;
+    }
+    Some(WireChunk {
+        id: Text(id),
+        model: Text(model),
+        choices: Choices {
+            first: Some(choice?),
+            rest: Vec::new(),
+        },
+        usage: None,
+        error: None,
+    })
+}
+
+/// A string that is not read, or `null`.
+fn string_or_null(c: &mut Cursor<'_>) -> Option<()> {
+    if c.literal(b"null") {
+        Some(())
+    } else {
+        c.skip_string()
+    }
+}
+
+/// `[{"index":N,"delta":{"content":"…"},"logprobs":null,"finish_reason":null}]`: one choice
+/// with a text delta.
+fn text_choice<'a>(c: &mut Cursor<'a>) -> Option<WireChoice<'a>> {
+    c.byte(b'[')?;
+    c.byte(b'{')?;
+    let mut seen = Seen::default();
+    let (mut index, mut content) = (None, None);
+    loop {
+        match c.key()? {
+            b"index" => {
+                seen.first(0)?;
+                index = Some(c.integer()?);
+            }
+            b"delta" => {
+                seen.first(1)?;
+                content = Some(text_delta(c)?);
+            }
+            b"logprobs" => seen.first(2).and_then(|()| c.null())?,
+            b"finish_reason" => seen.first(3).and_then(|()| c.null())?,
+            _ => return None,
+        }
+        if !c.next(b'}')? {
+            break;
+        }
+    }
+    c.byte(b']')?;
+    Some(WireChoice {
+        index: Count(index),
+        delta: Some(WireDelta {
+            content: DeltaContent::Text(content?),
+            ..WireDelta::default()
+        }),
+        finish_reason: Text(None),
+        usage: None,
+    })
+}
+
+/// `{"content":"…"}`, maybe with `"role"` and `"refusal":null`.
+fn text_delta<'a>(c: &mut Cursor<'a>) -> Option<Cow<'a, str>> {
+    c.byte(b'{')?;
+    let mut seen = Seen::default();
+    let mut content = None;
+    loop {
+        match c.key()? {
+            b"content" => {
+                seen.first(0)?;
+                content = Some(c.string()?);
+            }
+            b"role" => seen.first(1).and_then(|()| c.skip_string())?,
+            b"refusal" => seen.first(2).and_then(|()| c.null())?,
+            _ => return None,
+        }
+        if !c.next(b'}')? {
+            break;
+        }
+    }
+    content
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+    use crate::event::PartialMessage;
+    use crate::providers::sse::SseDecoder;
+
+    #[test]
+    fn fast_chunk_agrees_with_serde() {
+        let cases: &[&[u8]] = &[
+            br#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1746600000,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":" hashmap"},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+            br#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","system_fingerprint":null,"choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+            br#"{"id":"c","choices":[{"index":2,"delta":{"content":"a \"q\" \\ \n \u00e9 \ud83d\ude48"}}],"service_tier":"default","obfuscation":"xyz"}"#,
+            b" { \"choices\" : [ { \"delta\" : { \"content\" : \"caf\xc3\xa9 \xf0\x9f\x99\x88\" } } ] , \"model\" : \"m\" }\r\n",
+        ];
+        for data in cases {
+            let fast = fast_chunk(data).expect("fast path taken");
+            let slow: WireChunk<'_> = serde_json::from_slice(data).unwrap();
+            assert_eq!(
+                format!("{fast:?}"),
+                format!("{slow:?}"),
+                "{}",
+                String::from_utf8_lossy(data)
+            );
+        }
+        // Everything else goes to serde (which reads the first ones, rejects the last ones).
+        for data in [
+            &br#"{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#[..],
+            br#"{"id":"c","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}"#,
+            br#"{"id":"c","choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"prompt_tokens":1}}"#,
+            br#"{"id":"c","choices":[{"index":0,"delta":{"reasoning_content":"a"}}]}"#,
+            br#"{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}"#,
+            br#"{"id":"c","choices":[{"index":0,"delta":{"content":[{"type":"text","text":"a"}]}}]}"#,
+            br#"{"id":"c","choices":[{"index":0,"delta":{"content":null}}]}"#,
+            br#"{"id":"c","choices":[{"index":0,"delta":{"content":"a"}},{"index":1,"delta":{"content":"b"}}]}"#,
+            br#"{"id":"c","choices":[{"index":0,"delta":{"content":"a"}}],"error":{"message":"x"}}"#,
+            br#"{"id":"c","choices":[{"index":0,"delta":{"content":"a"}}],"x_groq":{}}"#,
+            br#"{"id":1,"choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+            br#"{"id":"c\u0031","choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+            br#"{"id":"c","choices":[{"index":-1,"delta":{"content":"a"}}]}"#,
+            br#"{"id":"c","choices":[{"index":0,"delta":{"content":"a","content":"b"}}]}"#,
+            br#"{"id":"c","id":"d","choices":[{"index":0,"delta":{"content":"a"}}]}"#,
+            br#"{"id":"c","choices":[{"index":0,"delta":{"content":"a"}}]} x"#,
+            br#"{"id":"c","choices":[{"index":0,"delta":{"content":"a"}}]"#,
+            br#"{"id":"c","choices":[{"index":0,"delta":{"content":"bad \x escape"}}]}"#,
+            b"{\"choices\":[{\"delta\":{\"content\":\"\xff\"}}]}",
+            b"{\"choices\":[{\"delta\":{\"content\":\"raw\nnewline\"}}]}",
+            b"",
+        ] {
+            assert!(fast_chunk(data).is_none(), "{}", String::from_utf8_lossy(data));
+        }
+    }
+
+    /// Decodes `lines` (one `data:` payload each) and returns every event and the final
+    /// message as JSON.
+    fn decode(lines: &[String]) -> (Vec<Value>, Value) {
+        let model = Model::new("gpt-4o", "openai-completions", "openai", "");
+        let mut decoder = CompletionsDecoder::new(&model);
+        let mut state = PartialMessage::new(AssistantMessage::new(
+            "openai-completions",
+            "openai",
+            "gpt-4o",
+        ));
+        let mut events = Vec::new();
+        let mut sse = SseDecoder::new();
+        for line in lines {
+            sse.feed(format!("data: {line}\n\n").as_bytes());
+            let event = sse.next_event().unwrap();
+            let mut queue = VecDeque::new();
+            decoder
+                .on_event(event, &mut Emit::new(&mut queue, &state))
+                .unwrap();
+            for e in queue {
+                state.apply(&e);
+                events.push(serde_json::to_value(&e).unwrap());
+            }
+        }
+        let mut queue = VecDeque::new();
+        decoder.on_end(&mut Emit::new(&mut queue, &state)).unwrap();
+        for e in queue {
+            state.apply(&e);
+            events.push(serde_json::to_value(&e).unwrap());
+        }
+        let mut message = state.message().clone();
+        decoder.finish(&mut message);
+        let mut message = serde_json::to_value(&message).unwrap();
+        message["timestamp"] = Value::Null; // differs between runs
+        (events, message)
+    }
+
+    #[test]
+    fn fast_and_full_paths_decode_the_same_stream() {
+        let compact: Vec<String> = [
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"content":"Hel"},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{"content":"lo \"x\""},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":null}"#,
+            r#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-2024-08-06","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}"#,
+        ]
+        .iter()
+        .map(|l| (*l).to_owned())
+        .collect();
+        // The same chunks with a member the fast path does not know: serde reads them all.
+        let padded: Vec<String> = compact
+            .iter()
+            .map(|l| l.replacen('{', r#"{"x_pad":0,"#, 1))
+            .collect();
+        assert_eq!(
+            compact
+                .iter()
+                .filter(|l| fast_chunk(l.as_bytes()).is_some())
+                .count(),
+            3
+        );
+        assert!(padded.iter().all(|l| fast_chunk(l.as_bytes()).is_none()));
+        let (fast_events, fast_message) = decode(&compact);
+        let (slow_events, slow_message) = decode(&padded);
+        assert_eq!(fast_events, slow_events);
+        assert_eq!(fast_message, slow_message);
+        assert_eq!(fast_message["content"][0]["text"], "Hello \"x\"");
+        assert_eq!(fast_message["responseModel"], "gpt-4o-2024-08-06");
+        assert_eq!(fast_message["responseId"], "chatcmpl-1");
+    }
 }
