@@ -80,7 +80,7 @@ enum Source<E: StreamEvent<R>, R> {
 /// stream.next().await;
 /// assert_eq!(stream.partial().text(), "hi");
 /// let done = stream.partial().clone();
-/// tx.push(AssistantMessageEvent::Done { reason: StopReason::Stop, message: done });
+/// tx.push(AssistantMessageEvent::Done { reason: StopReason::Stop, message: Box::new(done) });
 /// assert_eq!(stream.result().await.text(), "hi");
 /// # }
 /// ```
@@ -309,7 +309,7 @@ impl EventStream<AssistantMessageEvent, AssistantMessage> {
         let reason = failed.stop_reason;
         let event = AssistantMessageEvent::Error {
             reason,
-            error: failed,
+            error: Box::new(failed),
         };
         let state = PartialMessage::new(match &event {
             AssistantMessageEvent::Error { error, .. } => {
@@ -361,7 +361,7 @@ mod tests {
             AssistantMessageEvent::Start,
             AssistantMessageEvent::Done {
                 reason: StopReason::Stop,
-                message: m.clone(),
+                message: Box::new(m.clone()),
             },
             AssistantMessageEvent::Start,
         ];
@@ -384,7 +384,7 @@ mod tests {
             tokio::task::yield_now().await;
             tx.push(AssistantMessageEvent::Done {
                 reason: StopReason::Stop,
-                message: done,
+                message: Box::new(done),
             });
         });
         let msg = s.result().await;

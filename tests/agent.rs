@@ -1411,7 +1411,7 @@ async fn transcript_holds_the_final_message_not_the_streamed_one() {
                 },
                 E::Done {
                     reason: StopReason::Stop,
-                    message: done,
+                    message: Box::new(done),
                 },
             ];
             AssistantMessageEventStream::from_stream(

@@ -719,7 +719,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                     }
                     AssistantMessageEvent::Done { message, .. }
                     | AssistantMessageEvent::Error { error: message, .. } => {
-                        return self.finish_reply(message, started).await;
+                        return self.finish_reply(*message, started).await;
                     }
                     event => {
                         if started {
