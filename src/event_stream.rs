@@ -88,6 +88,8 @@ pub struct EventStream<E: StreamEvent<R>, R> {
     source: Source<E, R>,
     state: E::State,
     terminated: bool,
+    /// False once the consumer has said it keeps its own fold (see `stop_folding`).
+    fold: bool,
 }
 
 impl<E: StreamEvent<R>, R> fmt::Debug for EventStream<E, R> {
@@ -106,6 +108,7 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
             source: Source::Stream(Box::pin(stream)),
             state,
             terminated: false,
+            fold: true,
         }
     }
 
@@ -122,6 +125,7 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
             source: Source::PollFn(Box::new(poll)),
             state,
             terminated: false,
+            fold: true,
         }
     }
 
@@ -142,6 +146,7 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
             },
             state,
             terminated: false,
+            fold: true,
         }
     }
 
@@ -155,6 +160,7 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
                 source: Source::Channel { rx, producer: None },
                 state,
                 terminated: false,
+                fold: true,
             },
         )
     }
@@ -167,6 +173,15 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
     /// True once the terminal event has been yielded.
     pub fn is_terminated(&self) -> bool {
         self.terminated
+    }
+
+    /// Stops folding the events that follow into the state, for a consumer that rebuilds
+    /// the result itself: the state (and `result`) then stay as they were. A pull source
+    /// that reads the state (the HTTP providers) keeps it folded.
+    pub(crate) fn stop_folding(&mut self) {
+        if !matches!(self.source, Source::PollFn(_)) {
+            self.fold = false;
+        }
     }
 
     /// Consumes the remaining events and returns the result.
@@ -214,7 +229,9 @@ impl<E: StreamEvent<R>, R> Stream for EventStream<E, R> {
         }
         match this.poll_source(cx) {
             Poll::Ready(Some(event)) => {
-                event.observe(&mut this.state);
+                if this.fold {
+                    event.observe(&mut this.state);
+                }
                 if event.is_terminal() {
                     this.terminated = true;
                     // Release the producer (and its connection) right away.
@@ -352,6 +369,29 @@ mod tests {
         assert_eq!(msg.stop_reason, StopReason::Error);
         assert_eq!(msg.text(), "partial");
         assert!(msg.error_message.unwrap().contains("without a final event"));
+    }
+
+    #[tokio::test]
+    async fn stop_folding_leaves_the_state_as_it_was() {
+        use futures::StreamExt;
+        let (tx, mut stream) = AssistantMessageEventStream::channel(PartialMessage::new(
+            AssistantMessage::new("a", "p", "m"),
+        ));
+        tx.push(AssistantMessageEvent::TextStart { content_index: 0 });
+        tx.push(AssistantMessageEvent::TextDelta {
+            content_index: 0,
+            delta: "seen".into(),
+        });
+        tx.push(AssistantMessageEvent::TextDelta {
+            content_index: 0,
+            delta: " unfolded".into(),
+        });
+        stream.next().await.unwrap();
+        stream.next().await.unwrap();
+        stream.stop_folding();
+        let event = stream.next().await.unwrap();
+        assert!(matches!(event, AssistantMessageEvent::TextDelta { .. }));
+        assert_eq!(stream.partial().text(), "seen");
     }
 
     #[tokio::test]
