@@ -66,7 +66,7 @@ fn reply(model: &Model, n: usize, turns: usize) -> AssistantMessageEventStream {
     }
     events.push(E::Done {
         reason: message.stop_reason,
-        message,
+        message: Box::new(message),
     });
     AssistantMessageEventStream::from_stream(
         PartialMessage::new(base),

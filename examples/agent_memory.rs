@@ -58,7 +58,7 @@ fn hello(model: &Model, _: &Context, _: &StreamOptions) -> AssistantMessageEvent
         },
         E::Done {
             reason: StopReason::Stop,
-            message: done,
+            message: Box::new(done),
         },
     ];
     AssistantMessageEventStream::from_stream(

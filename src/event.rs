@@ -111,18 +111,19 @@ pub enum AssistantMessageEvent {
     Done {
         /// Why the model stopped.
         reason: StopReason,
-        /// The complete message.
+        /// The complete message (boxed: it is far larger than every other event, and each
+        /// move of an event would otherwise copy it).
         #[serde(with = "tagged::assistant")]
-        message: AssistantMessage,
+        message: Box<AssistantMessage>,
     },
     /// The call failed or was aborted; `reason` is `error` or `aborted`. `error` is the
     /// message with the partial content produced so far and `errorMessage`.
     Error {
         /// `error` or `aborted`.
         reason: StopReason,
-        /// The failed message.
+        /// The failed message (boxed, like `done`'s).
         #[serde(with = "tagged::assistant")]
-        error: AssistantMessage,
+        error: Box<AssistantMessage>,
     },
 }
 
@@ -238,7 +239,7 @@ mod tagged {
 
         pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
             d: D,
-        ) -> Result<AssistantMessage, D::Error> {
+        ) -> Result<Box<AssistantMessage>, D::Error> {
             untag(d, "role")
         }
     }
@@ -479,7 +480,7 @@ mod tests {
         done.content.push(AssistantContent::text("more"));
         p.apply(&E::Done {
             reason: StopReason::Stop,
-            message: done.clone(),
+            message: Box::new(done.clone()),
         });
         assert_eq!(p.message(), &done);
         assert_eq!(p.message().response_id.as_deref(), Some("r1"));
@@ -495,7 +496,7 @@ mod tests {
         signed.content.push(AssistantContent::Thinking(thinking));
         p.apply(&E::Done {
             reason: StopReason::Stop,
-            message: signed.clone(),
+            message: Box::new(signed.clone()),
         });
         let thinking_before = match &p.message().content[2] {
             AssistantContent::Thinking(t) => t.thinking.as_ptr(),
@@ -513,7 +514,7 @@ mod tests {
         t.redacted = None;
         p.apply(&E::Done {
             reason: StopReason::Stop,
-            message: signed.clone(),
+            message: Box::new(signed.clone()),
         });
         assert_eq!(p.message(), &signed);
         let (AssistantContent::Text(t), AssistantContent::Thinking(th)) =
@@ -528,7 +529,7 @@ mod tests {
             AssistantMessage::new("a", "p", "m").with_content(vec![AssistantContent::text("x")]);
         p.apply(&E::Error {
             reason: StopReason::Error,
-            error: shorter.clone(),
+            error: Box::new(shorter.clone()),
         });
         assert_eq!(p.message(), &shorter);
     }
@@ -546,7 +547,7 @@ mod tests {
         assert_eq!(serde_json::to_value(&back).unwrap(), v);
         let ev = AssistantMessageEvent::Done {
             reason: StopReason::Stop,
-            message: AssistantMessage::new("a", "p", "m"),
+            message: Box::new(AssistantMessage::new("a", "p", "m")),
         };
         let v = serde_json::to_value(&ev).unwrap();
         assert_eq!(v["message"]["role"], "assistant");

@@ -80,7 +80,7 @@ enum Source<E: StreamEvent<R>, R> {
 /// stream.next().await;
 /// assert_eq!(stream.partial().text(), "hi");
 /// let done = stream.partial().clone();
-/// tx.push(AssistantMessageEvent::Done { reason: StopReason::Stop, message: done });
+/// tx.push(AssistantMessageEvent::Done { reason: StopReason::Stop, message: Box::new(done) });
 /// assert_eq!(stream.result().await.text(), "hi");
 /// # }
 /// ```
@@ -88,6 +88,8 @@ pub struct EventStream<E: StreamEvent<R>, R> {
     source: Source<E, R>,
     state: E::State,
     terminated: bool,
+    /// False once the consumer has said it keeps its own fold (see `stop_folding`).
+    fold: bool,
 }
 
 impl<E: StreamEvent<R>, R> fmt::Debug for EventStream<E, R> {
@@ -106,6 +108,7 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
             source: Source::Stream(Box::pin(stream)),
             state,
             terminated: false,
+            fold: true,
         }
     }
 
@@ -122,6 +125,7 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
             source: Source::PollFn(Box::new(poll)),
             state,
             terminated: false,
+            fold: true,
         }
     }
 
@@ -142,6 +146,7 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
             },
             state,
             terminated: false,
+            fold: true,
         }
     }
 
@@ -155,6 +160,7 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
                 source: Source::Channel { rx, producer: None },
                 state,
                 terminated: false,
+                fold: true,
             },
         )
     }
@@ -167,6 +173,15 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
     /// True once the terminal event has been yielded.
     pub fn is_terminated(&self) -> bool {
         self.terminated
+    }
+
+    /// Stops folding the events that follow into the state, for a consumer that rebuilds
+    /// the result itself: the state (and `result`) then stay as they were. A pull source
+    /// that reads the state (the HTTP providers) keeps it folded.
+    pub(crate) fn stop_folding(&mut self) {
+        if !matches!(self.source, Source::PollFn(_)) {
+            self.fold = false;
+        }
     }
 
     /// Consumes the remaining events and returns the result.
@@ -214,7 +229,9 @@ impl<E: StreamEvent<R>, R> Stream for EventStream<E, R> {
         }
         match this.poll_source(cx) {
             Poll::Ready(Some(event)) => {
-                event.observe(&mut this.state);
+                if this.fold {
+                    event.observe(&mut this.state);
+                }
                 if event.is_terminal() {
                     this.terminated = true;
                     // Release the producer (and its connection) right away.
@@ -309,7 +326,7 @@ impl EventStream<AssistantMessageEvent, AssistantMessage> {
         let reason = failed.stop_reason;
         let event = AssistantMessageEvent::Error {
             reason,
-            error: failed,
+            error: Box::new(failed),
         };
         let state = PartialMessage::new(match &event {
             AssistantMessageEvent::Error { error, .. } => {
@@ -355,13 +372,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn stop_folding_leaves_the_state_as_it_was() {
+        use futures::StreamExt;
+        let (tx, mut stream) = AssistantMessageEventStream::channel(PartialMessage::new(
+            AssistantMessage::new("a", "p", "m"),
+        ));
+        tx.push(AssistantMessageEvent::TextStart { content_index: 0 });
+        tx.push(AssistantMessageEvent::TextDelta {
+            content_index: 0,
+            delta: "seen".into(),
+        });
+        tx.push(AssistantMessageEvent::TextDelta {
+            content_index: 0,
+            delta: " unfolded".into(),
+        });
+        stream.next().await.unwrap();
+        stream.next().await.unwrap();
+        stream.stop_folding();
+        let event = stream.next().await.unwrap();
+        assert!(matches!(event, AssistantMessageEvent::TextDelta { .. }));
+        assert_eq!(stream.partial().text(), "seen");
+    }
+
+    #[tokio::test]
     async fn events_after_terminal_are_ignored() {
         let m = AssistantMessage::new("a", "p", "m");
         let events = vec![
             AssistantMessageEvent::Start,
             AssistantMessageEvent::Done {
                 reason: StopReason::Stop,
-                message: m.clone(),
+                message: Box::new(m.clone()),
             },
             AssistantMessageEvent::Start,
         ];
@@ -384,7 +424,7 @@ mod tests {
             tokio::task::yield_now().await;
             tx.push(AssistantMessageEvent::Done {
                 reason: StopReason::Stop,
-                message: done,
+                message: Box::new(done),
             });
         });
         let msg = s.result().await;

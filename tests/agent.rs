@@ -1411,7 +1411,7 @@ async fn transcript_holds_the_final_message_not_the_streamed_one() {
                 },
                 E::Done {
                     reason: StopReason::Stop,
-                    message: done,
+                    message: Box::new(done),
                 },
             ];
             AssistantMessageEventStream::from_stream(
@@ -1436,4 +1436,82 @@ async fn transcript_holds_the_final_message_not_the_streamed_one() {
     assert!(reply.contains(r#""text":"final text""#), "{reply}");
     assert!(reply.contains(r#""arguments":{"b":2,"a":1}"#), "{reply}");
     assert_eq!(ends.lock().unwrap()[1], reply);
+}
+
+/// A reply cut short after a text and half a tool call. `panic` makes the stream panic
+/// there; otherwise it ends without a final event.
+fn cut_short_stream(m: &pi_engine::Model, panic: bool) -> AssistantMessageEventStream {
+    let base = AssistantMessage::new(&m.api, &m.provider, &m.id);
+    let events = futures::stream::iter([
+        AssistantMessageEvent::Start,
+        AssistantMessageEvent::TextStart { content_index: 0 },
+        AssistantMessageEvent::TextDelta {
+            content_index: 0,
+            delta: "partial".into(),
+        },
+        AssistantMessageEvent::ToolcallStart {
+            content_index: 1,
+            id: "c1".into(),
+            tool_name: "read".into(),
+        },
+        AssistantMessageEvent::ToolcallDelta {
+            content_index: 1,
+            delta: r#"{"path":"a.txt","li"#.into(),
+        },
+    ])
+    .chain(futures::stream::poll_fn(move |_| {
+        if panic {
+            panic!("stream exploded");
+        }
+        std::task::Poll::Ready(None)
+    }));
+    AssistantMessageEventStream::from_stream(PartialMessage::new(base), events)
+}
+
+/// The `Agent` does not fold the model stream twice: once the reply started, its own fold
+/// stands in for the stream's. A reply that ends without a final event (cut short, or the
+/// stream panics) must still keep everything streamed, exactly as the bare loop (which keeps
+/// the stream's fold) reports it.
+#[tokio::test]
+async fn cut_short_replies_keep_what_streamed_through_the_agent_as_in_the_bare_loop() {
+    for panic in [false, true] {
+        let agent = Agent::builder(faux().model())
+            .stream_fn(move |m, _, _| cut_short_stream(m, panic))
+            .build();
+        agent.prompt("go").await.unwrap();
+        let via_agent = last_assistant(&agent);
+
+        let config = AgentLoopConfig::new(faux().model()).with_hooks(
+            AgentHooks::new().with_stream_fn(move |m, _, _| cut_short_stream(m, panic)),
+        );
+        let messages = run_agent_loop(
+            vec![user_text("go")],
+            AgentContext::new(""),
+            &config,
+            &CancellationToken::new(),
+            |_: &AgentEvent| std::future::ready(()),
+        )
+        .await;
+        let mut bare = messages
+            .iter()
+            .rev()
+            .find_map(|m| m.as_assistant().cloned())
+            .unwrap();
+
+        assert_eq!(via_agent.text(), "partial", "panic: {panic}");
+        let call = via_agent
+            .tool_calls()
+            .next()
+            .expect("the partial tool call");
+        assert_eq!(call.arguments.get("path"), Some(&json!("a.txt")));
+        assert_eq!(via_agent.stop_reason, StopReason::Error);
+        let expected = if panic {
+            "The model stream panicked: stream exploded"
+        } else {
+            "The stream ended without a final event"
+        };
+        assert_eq!(via_agent.error_message.as_deref(), Some(expected));
+        bare.timestamp = via_agent.timestamp; // two runs, two clocks
+        assert_eq!(via_agent, bare, "panic: {panic}");
+    }
 }

@@ -543,12 +543,12 @@ fn plan(step: &Step, base: &AssistantMessage) -> (VecDeque<Planned>, AssistantMe
         final_message.set_error(Error::new(kind, text));
         E::Error {
             reason: final_message.stop_reason,
-            error: final_message,
+            error: Box::new(final_message),
         }
     } else {
         E::Done {
             reason: final_message.stop_reason,
-            message: final_message,
+            message: Box::new(final_message),
         }
     };
     (q, last)
@@ -558,7 +558,7 @@ fn failed(message: AssistantMessage, kind: ErrorKind, text: &str) -> AssistantMe
     let message = message.with_error(Error::new(kind, text));
     AssistantMessageEvent::Error {
         reason: message.stop_reason,
-        error: message,
+        error: Box::new(message),
     }
 }
 
@@ -1045,7 +1045,7 @@ fn perf_reply(model: &Model, n: usize, turns: usize) -> AssistantMessageEventStr
     }
     events.push(E::Done {
         reason: message.stop_reason,
-        message,
+        message: Box::new(message),
     });
     AssistantMessageEventStream::from_stream(
         PartialMessage::new(base),

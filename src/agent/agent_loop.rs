@@ -30,6 +30,11 @@ use crate::event_stream::{AssistantMessageEventStream, EventSender, EventStream}
 use crate::message::{AssistantMessage, Context, Message, ToolResultMessage};
 use crate::thinking::ThinkingLevel;
 
+/// The reply being streamed as a sink rebuilds it from `message_start` and the
+/// `message_update` events (`None` if it no longer has one). A run given one does not fold the
+/// model stream a second time; it asks for it only when a reply ends without a final event.
+pub(crate) type ReplyFold = Box<dyn Fn() -> Option<AssistantMessage> + Send + Sync>;
+
 /// The text of an aborted model call, as pi's providers write it.
 pub(crate) const ABORTED: &str = "Request was aborted";
 
@@ -149,7 +154,7 @@ pub async fn run_agent_loop<E: AgentEventSink>(
     cancel: &CancellationToken,
     emit: E,
 ) -> Vec<AgentMessage> {
-    run_prompts(prompts, context, config, cancel, emit, true).await
+    run_prompts(prompts, context, config, cancel, emit, true, None).await
 }
 
 /// [`run_agent_loop`]; `keep` is false when the caller does not need the result (the
@@ -161,8 +166,9 @@ pub(crate) async fn run_prompts<E: AgentEventSink>(
     cancel: &CancellationToken,
     emit: E,
     keep: bool,
+    reply_fold: Option<ReplyFold>,
 ) -> Vec<AgentMessage> {
-    let mut run = Run::new(context, config, cancel, emit, keep);
+    let mut run = Run::new(context, config, cancel, emit, keep, reply_fold);
     run.emit(&AgentEvent::AgentStart).await;
     run.emit(&AgentEvent::TurnStart).await;
     for prompt in prompts {
@@ -190,7 +196,7 @@ pub async fn run_agent_loop_continue<E: AgentEventSink>(
     cancel: &CancellationToken,
     emit: E,
 ) -> Result<Vec<AgentMessage>, AgentError> {
-    run_continue(context, config, cancel, emit, true).await
+    run_continue(context, config, cancel, emit, true, None).await
 }
 
 /// [`run_agent_loop_continue`], with `keep` as for [`run_prompts`].
@@ -200,9 +206,10 @@ pub(crate) async fn run_continue<E: AgentEventSink>(
     cancel: &CancellationToken,
     emit: E,
     keep: bool,
+    reply_fold: Option<ReplyFold>,
 ) -> Result<Vec<AgentMessage>, AgentError> {
     check_continue(&context)?;
-    let mut run = Run::new(context, config, cancel, emit, keep);
+    let mut run = Run::new(context, config, cancel, emit, keep, reply_fold);
     run.emit(&AgentEvent::AgentStart).await;
     run.emit(&AgentEvent::TurnStart).await;
     run.run_loop().await;
@@ -249,7 +256,16 @@ pub fn agent_loop(
     cancel: CancellationToken,
 ) -> AgentEventStream {
     EventStream::from_future(AgentLoopState::new(), move |tx| async move {
-        run_prompts(prompts, context, &config, &cancel, PullSink(tx), false).await;
+        run_prompts(
+            prompts,
+            context,
+            &config,
+            &cancel,
+            PullSink(tx),
+            false,
+            None,
+        )
+        .await;
     })
 }
 
@@ -267,7 +283,7 @@ pub fn agent_loop_continue(
     Ok(EventStream::from_future(
         AgentLoopState::new(),
         move |tx| async move {
-            let _ = run_continue(context, &config, &cancel, PullSink(tx), false).await;
+            let _ = run_continue(context, &config, &cancel, PullSink(tx), false, None).await;
         },
     ))
 }
@@ -343,6 +359,8 @@ struct Run<'c, E> {
     turns: usize,
     /// The last `message_start` copy of a reply, whose buffers the next one reuses.
     spare: Option<AssistantMessage>,
+    /// The sink's own fold of the streamed reply, if it keeps one.
+    reply_fold: Option<ReplyFold>,
 }
 
 enum Next {
@@ -359,6 +377,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
         cancel: &'c CancellationToken,
         emit: E,
         keep: bool,
+        reply_fold: Option<ReplyFold>,
     ) -> Self {
         let tools = context.tool_definitions();
         let llm = Context {
@@ -381,6 +400,7 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
             },
             turns: 0,
             spare: None,
+            reply_fold,
         }
     }
 
@@ -564,6 +584,22 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
         self.context.messages.push(message);
     }
 
+    /// The reply as far as it streamed: the sink's fold once the stream's own stopped.
+    fn streamed_so_far(
+        &self,
+        stream: &AssistantMessageEventStream,
+        unfolded: bool,
+    ) -> AssistantMessage {
+        // `None`: the sink dropped its copy (`reset` during the run); the stream's state is
+        // what is left.
+        let folded = if unfolded {
+            self.reply_fold.as_ref().and_then(|f| f())
+        } else {
+            None
+        };
+        folded.unwrap_or_else(|| stream.partial().clone())
+    }
+
     /// A failed reply produced without calling the model.
     async fn fail_reply(&mut self, error: Error) {
         let message = self.empty_message().with_error(error);
@@ -692,6 +728,8 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
         };
 
         let mut started = false;
+        // True once the stream stopped folding (the sink's fold stands in for it).
+        let mut unfolded = false;
         loop {
             match next_event(&mut stream, self.cancel).await {
                 Next::Event(event) => match event {
@@ -716,10 +754,15 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                         {
                             self.spare = Some(m);
                         }
+                        // From here on every event reaches the sink, which folds it.
+                        if self.reply_fold.is_some() {
+                            stream.stop_folding();
+                            unfolded = true;
+                        }
                     }
                     AssistantMessageEvent::Done { message, .. }
                     | AssistantMessageEvent::Error { error: message, .. } => {
-                        return self.finish_reply(message, started).await;
+                        return self.finish_reply(*message, started).await;
                     }
                     event => {
                         if started {
@@ -731,23 +774,33 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
                     }
                 },
                 Next::End => {
-                    let message = stream.result().await;
+                    let message = if unfolded {
+                        let mut message = self.streamed_so_far(&stream, true);
+                        message.set_error(Error::new(
+                            ErrorKind::InvalidResponse,
+                            "The stream ended without a final event",
+                        ));
+                        message
+                    } else {
+                        stream.result().await
+                    };
                     return self.finish_reply(message, started).await;
                 }
                 Next::Aborted => {
                     // The stream did not notice the abort itself: end the reply here with what
                     // arrived so far.
-                    let message = stream
-                        .partial()
-                        .clone()
+                    let message = self
+                        .streamed_so_far(&stream, unfolded)
                         .with_error(Error::new(ErrorKind::Aborted, ABORTED));
                     return self.finish_reply(message, started).await;
                 }
                 Next::Panicked(panic) => {
-                    let message = stream.partial().clone().with_error(Error::new(
-                        ErrorKind::Provider,
-                        format!("The model stream panicked: {panic}"),
-                    ));
+                    let message = self
+                        .streamed_so_far(&stream, unfolded)
+                        .with_error(Error::new(
+                            ErrorKind::Provider,
+                            format!("The model stream panicked: {panic}"),
+                        ));
                     return self.finish_reply(message, started).await;
                 }
             }

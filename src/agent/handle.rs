@@ -24,7 +24,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::agent_loop::{
-    AgentError, AgentEventSink, panic_message, run_continue, run_prompts,
+    AgentError, AgentEventSink, ReplyFold, panic_message, run_continue, run_prompts,
 };
 use crate::agent::config::{AgentContext, AgentHooks, AgentLoopConfig};
 use crate::agent::event::AgentEvent;
@@ -894,13 +894,25 @@ impl Agent {
         );
         let (context, config) = self.snapshot(skip);
         let sink = AgentSink(self.clone());
+        let agent = self.clone();
+        let reply_fold: ReplyFold = Box::new(move || agent.state().streaming_message().cloned());
         let run = async {
             match kind {
                 RunKind::Prompt { messages, .. } => {
-                    run_prompts(messages, context, &config, &cancel, sink, false).await;
+                    run_prompts(
+                        messages,
+                        context,
+                        &config,
+                        &cancel,
+                        sink,
+                        false,
+                        Some(reply_fold),
+                    )
+                    .await;
                 }
                 RunKind::Continue => {
-                    let _ = run_continue(context, &config, &cancel, sink, false).await;
+                    let _ = run_continue(context, &config, &cancel, sink, false, Some(reply_fold))
+                        .await;
                 }
             }
         };

@@ -636,7 +636,7 @@ impl FauxStream {
         self.phase = Phase::Ended;
         AssistantMessageEvent::Error {
             reason: StopReason::Aborted,
-            error: message,
+            error: Box::new(message),
         }
     }
 
@@ -657,10 +657,13 @@ impl FauxStream {
                 message.set_error(error);
                 AssistantMessageEvent::Error {
                     reason: message.stop_reason,
-                    error: message,
+                    error: Box::new(message),
                 }
             }
-            reason => AssistantMessageEvent::Done { reason, message },
+            reason => AssistantMessageEvent::Done {
+                reason,
+                message: Box::new(message),
+            },
         }
     }
 
@@ -1152,7 +1155,10 @@ impl FauxReply {
         self.start();
         let mut message = self.partial.message().clone();
         message.stop_reason = reason;
-        self.send(AssistantMessageEvent::Done { reason, message });
+        self.send(AssistantMessageEvent::Done {
+            reason,
+            message: Box::new(message),
+        });
     }
 
     /// Ends the reply with an `error` event (the partial content is kept).
@@ -1165,7 +1171,7 @@ impl FauxReply {
             .with_error(Error::from_message(message.into()));
         self.send(AssistantMessageEvent::Error {
             reason: failed.stop_reason,
-            error: failed,
+            error: Box::new(failed),
         });
     }
 
@@ -1179,7 +1185,7 @@ impl FauxReply {
             .with_error(Error::new(ErrorKind::Aborted, "Request was aborted"));
         self.send(AssistantMessageEvent::Error {
             reason: StopReason::Aborted,
-            error: failed,
+            error: Box::new(failed),
         });
     }
 
@@ -1213,12 +1219,12 @@ impl FauxReply {
             });
             self.send(AssistantMessageEvent::Error {
                 reason: final_message.stop_reason,
-                error: final_message,
+                error: Box::new(final_message),
             });
         } else {
             self.send(AssistantMessageEvent::Done {
                 reason: final_message.stop_reason,
-                message: final_message,
+                message: Box::new(final_message),
             });
         }
     }

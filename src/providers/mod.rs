@@ -69,7 +69,7 @@ pub mod transform;
 ///             AssistantMessageEvent::TextStart { content_index: 0 },
 ///             AssistantMessageEvent::TextDelta { content_index: 0, delta: "pong".into() },
 ///             AssistantMessageEvent::TextEnd { content_index: 0, content: "pong".into() },
-///             AssistantMessageEvent::Done { reason: StopReason::Stop, message: done },
+///             AssistantMessageEvent::Done { reason: StopReason::Stop, message: Box::new(done) },
 ///         ];
 ///         AssistantMessageEventStream::from_stream(PartialMessage::new(empty), futures::stream::iter(events))
 ///     }

@@ -37,18 +37,17 @@ pub(crate) fn coerce(value: Value, schema: &Value) -> Value {
         value = coerce_union(value, one);
     }
     let types = schema_types(schema);
-    let matches_one_of_several = types.len() > 1 && types.iter().any(|t| has_type(&value, t));
-    if !matches_one_of_several
-        && let Some(converted) = types.iter().find_map(|t| convert(&value, t))
-    {
+    let names = || types.iter().filter_map(Value::as_str);
+    let matches_one_of_several = names().count() > 1 && names().any(|t| has_type(&value, t));
+    if !matches_one_of_several && let Some(converted) = names().find_map(|t| convert(&value, t)) {
         value = converted;
     }
-    if types.contains(&"object")
+    if names().any(|t| t == "object")
         && let Value::Object(map) = &mut value
     {
         coerce_object(map, schema);
     }
-    if types.contains(&"array")
+    if names().any(|t| t == "array")
         && let Value::Array(items) = &mut value
     {
         coerce_array(items, schema);
@@ -108,12 +107,13 @@ fn coerce_array(items: &mut [Value], schema: &Map<String, Value>) {
     }
 }
 
-/// The names in the schema's `type` (a string or an array of strings).
-fn schema_types(schema: &Map<String, Value>) -> Vec<&str> {
+/// The schema's `type`: a string or an array of them (its strings are the type names).
+/// Borrowed, not collected: this runs for every node of every tool call's arguments.
+fn schema_types(schema: &Map<String, Value>) -> &[Value] {
     match schema.get("type") {
-        Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
+        Some(t @ Value::String(_)) => std::slice::from_ref(t),
+        Some(Value::Array(ts)) => ts,
+        _ => &[],
     }
 }
 

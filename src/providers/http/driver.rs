@@ -317,7 +317,7 @@ impl<D: Decoder> Driver<D> {
         match end {
             Ok(()) => AssistantMessageEvent::Done {
                 reason: message.stop_reason,
-                message,
+                message: Box::new(message),
             },
             Err(error) => {
                 message.set_error(error);
@@ -327,7 +327,7 @@ impl<D: Decoder> Driver<D> {
                     } else {
                         StopReason::Error
                     },
-                    error: message,
+                    error: Box::new(message),
                 }
             }
         }
