@@ -174,6 +174,48 @@ impl<'a> Cursor<'a> {
         self.byte(b'[')?;
         self.byte(b']')
     }
+
+    /// A whole object, returned raw: strings and brackets are checked, scalars are left to
+    /// serde when the object is read.
+    pub(crate) fn raw_object(&mut self) -> Option<&'a [u8]> {
+        self.ws();
+        let start = self.pos;
+        if self.data.get(self.pos) != Some(&b'{') {
+            return None;
+        }
+        // Open brackets, innermost last: bit set for `[`. Deeper than 64 is not usage.
+        let mut arrays = 0u64;
+        let mut depth = 0u32;
+        while let Some(&b) = self.data.get(self.pos) {
+            match b {
+                b'"' => {
+                    self.raw_string()?;
+                    continue;
+                }
+                b'{' | b'[' => {
+                    if depth == 64 {
+                        return None;
+                    }
+                    arrays = (arrays << 1) | u64::from(b == b'[');
+                    depth += 1;
+                }
+                b'}' | b']' => {
+                    if depth == 0 || (arrays & 1 == 1) != (b == b']') {
+                        return None;
+                    }
+                    arrays >>= 1;
+                    depth -= 1;
+                    if depth == 0 {
+                        self.pos += 1;
+                        return Some(&self.data[start..self.pos]);
+                    }
+                }
+                _ => {}
+            }
+            self.pos += 1;
+        }
+        None
+    }
 }
 
 /// Member names seen in one object, to refuse duplicates (serde's derived structs reject

@@ -11,6 +11,8 @@
 
 use std::borrow::Cow;
 
+use crate::providers::json_scan::Cursor;
+
 /// What the fast path reads from a text chunk.
 #[derive(Debug, PartialEq)]
 pub(super) struct TextChunk<'a> {
@@ -23,7 +25,7 @@ pub(super) struct TextChunk<'a> {
 
 /// Reads `data` if it is a plain text chunk; `want_id`: read `responseId` (else skip it).
 pub(super) fn text_chunk(data: &[u8], want_id: bool) -> Option<TextChunk<'_>> {
-    let mut c = Cursor { data, pos: 0 };
+    let mut c = Cursor::new(data);
     c.byte(b'{')?;
     if c.key()? != b"candidates" {
         return None;
@@ -38,19 +40,21 @@ pub(super) fn text_chunk(data: &[u8], want_id: bool) -> Option<TextChunk<'_>> {
                 c.byte(b'{')?;
                 loop {
                     match c.key()? {
-                        b"parts" if part.is_none() => part = Some(c.single_text_part()?),
+                        b"parts" if part.is_none() => part = Some(single_text_part(&mut c)?),
                         b"role" => c.skip_string()?,
                         _ => return None,
                     }
-                    if !c.next_member()? {
+                    if !c.next(b'}')? {
                         break;
                     }
                 }
             }
-            b"index" => c.number()?,
+            b"index" => {
+                c.integer()?;
+            }
             _ => return None,
         }
-        if !c.next_member()? {
+        if !c.next(b'}')? {
             break;
         }
     }
@@ -62,9 +66,9 @@ pub(super) fn text_chunk(data: &[u8], want_id: bool) -> Option<TextChunk<'_>> {
         response_id: None,
         usage: None,
     };
-    while c.next_member()? {
+    while c.next(b'}')? {
         match c.key()? {
-            b"usageMetadata" => chunk.usage = Some(c.object()?),
+            b"usageMetadata" => chunk.usage = Some(c.raw_object()?),
             // Only the first one is kept: later ones are skipped unread.
             b"responseId" if want_id => chunk.response_id = Some(c.plain_string()?),
             b"responseId" => c.skip_string()?,
@@ -72,187 +76,28 @@ pub(super) fn text_chunk(data: &[u8], want_id: bool) -> Option<TextChunk<'_>> {
             _ => return None,
         }
     }
-    c.ws();
-    (c.pos == data.len()).then_some(chunk)
+    c.at_end().then_some(chunk)
 }
 
-struct Cursor<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.data.get(self.pos) {
-            self.pos += 1;
+/// `[{"text": "…"(, "thought": true|false)?}]`, members in any order.
+fn single_text_part<'a>(c: &mut Cursor<'a>) -> Option<(Cow<'a, str>, bool)> {
+    c.byte(b'[')?;
+    c.byte(b'{')?;
+    let mut text = None;
+    let mut thought = false;
+    loop {
+        match c.key()? {
+            b"text" if text.is_none() => text = Some(c.string()?),
+            b"thought" if c.literal(b"true") => thought = true,
+            b"thought" if c.literal(b"false") => {}
+            _ => return None,
+        }
+        if !c.next(b'}')? {
+            break;
         }
     }
-
-    /// Skips whitespace, then expects `b`.
-    fn byte(&mut self, b: u8) -> Option<()> {
-        self.ws();
-        (self.data.get(self.pos) == Some(&b)).then(|| self.pos += 1)
-    }
-
-    /// After a member: `true` at `,` (another member follows), `false` at `}`.
-    fn next_member(&mut self) -> Option<bool> {
-        self.ws();
-        let b = *self.data.get(self.pos)?;
-        self.pos += 1;
-        match b {
-            b',' => Some(true),
-            b'}' => Some(false),
-            _ => None,
-        }
-    }
-
-    /// A member name without escapes, and its colon.
-    fn key(&mut self) -> Option<&'a [u8]> {
-        let (key, plain) = self.raw_string()?;
-        if !plain {
-            return None;
-        }
-        self.byte(b':')?;
-        Some(key)
-    }
-
-    /// The bytes between the quotes of the next string, and whether they are plain (no
-    /// escape, no control character). Strings here are a few bytes: a plain loop beats a
-    /// SIMD search's set-up.
-    fn raw_string(&mut self) -> Option<(&'a [u8], bool)> {
-        self.byte(b'"')?;
-        let start = self.pos;
-        let mut plain = true;
-        loop {
-            let b = *self.data.get(self.pos)?;
-            match b {
-                b'"' => {
-                    self.pos += 1;
-                    return Some((&self.data[start..self.pos - 1], plain));
-                }
-                b'\\' => {
-                    // Skip the escaped byte (enough to find the closing quote).
-                    plain = false;
-                    self.pos += 2;
-                }
-                0..0x20 => {
-                    plain = false;
-                    self.pos += 1;
-                }
-                _ => self.pos += 1,
-            }
-        }
-    }
-
-    /// A string value, unescaped.
-    fn string(&mut self) -> Option<Cow<'a, str>> {
-        self.ws();
-        let open = self.pos;
-        let (raw, plain) = self.raw_string()?;
-        if !plain {
-            // serde reads escapes (and rejects raw control characters) exactly.
-            let quoted = self.data.get(open..self.pos)?;
-            return serde_json::from_slice::<String>(quoted)
-                .ok()
-                .map(Cow::Owned);
-        }
-        std::str::from_utf8(raw).ok().map(Cow::Borrowed)
-    }
-
-    /// A string value that is not read (only its end is found).
-    fn skip_string(&mut self) -> Option<()> {
-        self.raw_string().map(|_| ())
-    }
-
-    /// A string value that needs no unescaping.
-    fn plain_string(&mut self) -> Option<&'a str> {
-        match self.string()? {
-            Cow::Borrowed(s) => Some(s),
-            Cow::Owned(_) => None,
-        }
-    }
-
-    fn number(&mut self) -> Option<()> {
-        self.ws();
-        let digits = self.data[self.pos..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        (digits > 0).then(|| self.pos += digits)
-    }
-
-    /// `[{"text": "…"(, "thought": true|false)?}]`, members in any order.
-    fn single_text_part(&mut self) -> Option<(Cow<'a, str>, bool)> {
-        self.byte(b'[')?;
-        self.byte(b'{')?;
-        let mut text = None;
-        let mut thought = false;
-        loop {
-            match self.key()? {
-                b"text" if text.is_none() => text = Some(self.string()?),
-                b"thought" => {
-                    self.ws();
-                    let rest = &self.data[self.pos..];
-                    if rest.starts_with(b"true") {
-                        thought = true;
-                        self.pos += 4;
-                    } else if rest.starts_with(b"false") {
-                        self.pos += 5;
-                    } else {
-                        return None;
-                    }
-                }
-                _ => return None,
-            }
-            if !self.next_member()? {
-                break;
-            }
-        }
-        self.byte(b']')?;
-        Some((text?, thought))
-    }
-
-    /// A whole object, returned raw: strings and brackets are checked, scalars are left to
-    /// serde when the object is read.
-    fn object(&mut self) -> Option<&'a [u8]> {
-        self.ws();
-        let start = self.pos;
-        if self.data.get(self.pos) != Some(&b'{') {
-            return None;
-        }
-        // Open brackets, innermost last: bit set for `[`. Deeper than 64 is not usage.
-        let mut arrays = 0u64;
-        let mut depth = 0u32;
-        while let Some(&b) = self.data.get(self.pos) {
-            match b {
-                b'"' => {
-                    self.skip_string()?;
-                    continue;
-                }
-                b'{' | b'[' => {
-                    if depth == 64 {
-                        return None;
-                    }
-                    arrays = (arrays << 1) | u64::from(b == b'[');
-                    depth += 1;
-                }
-                b'}' | b']' => {
-                    if depth == 0 || (arrays & 1 == 1) != (b == b']') {
-                        return None;
-                    }
-                    arrays >>= 1;
-                    depth -= 1;
-                    if depth == 0 {
-                        self.pos += 1;
-                        return Some(&self.data[start..self.pos]);
-                    }
-                }
-                _ => {}
-            }
-            self.pos += 1;
-        }
-        None
-    }
+    c.byte(b']')?;
+    Some((text?, thought))
 }
 
 #[cfg(test)]
