@@ -320,14 +320,9 @@ mod tests {
             .with_extra("reasoningEffort", json!("none"))
             .with_extra("textVerbosity", json!("high"));
         let request = build_request(&model, &ctx, &opts).unwrap();
-        let (url, headers) = request.parts();
+        let (url, _) = request.parts();
         assert_eq!(url, "https://chatgpt.com/backend-api/codex/responses");
-        let header = |name: &str| {
-            headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.as_str())
-        };
+        let header = |name: &str| request.header_value(name);
         assert_eq!(header("chatgpt-account-id"), Some("acc_9"));
         assert_eq!(header("originator"), Some("pi"));
         assert!(header("user-agent").unwrap().starts_with("pi ("));

@@ -255,13 +255,7 @@ mod tests {
         (request.body().clone(), headers.to_vec(), url.to_owned())
     }
 
-    fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-        headers
-            .iter()
-            .rev()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
+    use crate::providers::http::header_in as header;
 
     fn key() -> StreamOptions {
         StreamOptions::new().with_api_key("sk-test")

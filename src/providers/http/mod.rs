@@ -53,3 +53,5 @@ pub(crate) use driver::{Decoder, Emit, stream_http};
 pub(crate) use json_repair::repair_json;
 pub(crate) use status::stream_event_error;
 pub(crate) use transport::HttpRequest;
+#[cfg(test)]
+pub(crate) use transport::header_in;

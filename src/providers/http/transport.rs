@@ -75,6 +75,13 @@ impl HttpRequest {
         (&self.url, &self.headers)
     }
 
+    /// The value of provider header `name` (case-insensitive; the last one wins, as when the
+    /// request is sent).
+    #[cfg(test)]
+    pub(crate) fn header_value(&self, name: &str) -> Option<&str> {
+        header_in(&self.headers, name)
+    }
+
     /// Applies the shared steps; an unusable URL or header is a [`ErrorKind::Config`] error.
     pub(crate) fn prepare(self, model: &Model, options: &StreamOptions) -> Result<Prepared, Error> {
         let url = reqwest::Url::parse(&self.url).map_err(|e| {
@@ -261,6 +268,16 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         source = s.source();
     }
     out
+}
+
+/// The value of header `name` in `headers` (case-insensitive; the last one wins).
+#[cfg(test)]
+pub(crate) fn header_in<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .rev()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 #[cfg(test)]

@@ -661,13 +661,7 @@ mod tests {
         encode(model, ctx, options).0
     }
 
-    fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-        headers
-            .iter()
-            .rev()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
+    use crate::providers::http::header_in as header;
 
     fn hi() -> Context {
         Context::new()
