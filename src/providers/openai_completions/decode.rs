@@ -126,52 +126,10 @@ impl<'a> Text<'a> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TextVisitor).map(Text)
-    }
-}
-
-struct TextVisitor;
-
-impl<'de> Visitor<'de> for TextVisitor {
-    type Value = Option<Cow<'de, str>>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Some(Cow::Borrowed(v)))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Some(Cow::Owned(v.to_owned())))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Some(Cow::Owned(v)))
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_none<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
+        d.deserialize_any(StringVisitor {
+            object_as_json: false,
+        })
+        .map(Text)
     }
 }
 
@@ -296,18 +254,25 @@ struct Arguments<'a>(Option<Cow<'a, str>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Arguments<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = d.deserialize_any(ArgumentsVisitor)?;
+        let value = d.deserialize_any(StringVisitor {
+            object_as_json: true,
+        })?;
         Ok(Arguments(value))
     }
 }
 
-struct ArgumentsVisitor;
+/// Reads a string (borrowed when it can be) and takes anything else as absent, as
+/// JavaScript's `typeof x === "string"` checks do; with `object_as_json`, an object reads as
+/// its `JSON.stringify` text.
+struct StringVisitor {
+    object_as_json: bool,
+}
 
-impl<'de> Visitor<'de> for ArgumentsVisitor {
+impl<'de> Visitor<'de> for StringVisitor {
     type Value = Option<Cow<'de, str>>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string or an object")
+        f.write_str("any JSON value")
     }
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
         Ok(Some(Cow::Borrowed(v)))
@@ -340,7 +305,11 @@ impl<'de> Visitor<'de> for ArgumentsVisitor {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(None)
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        if !self.object_as_json {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            return Ok(None);
+        }
         let value = Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
         Ok(Some(Cow::Owned(js::to_string(&value))))
     }
