@@ -24,6 +24,7 @@ pub(crate) fn to_string(value: &Value) -> String {
 }
 
 /// Appends `JSON.stringify(value)` to `out`.
+#[cfg_attr(not(feature = "google"), allow(dead_code))]
 pub(crate) fn write_compact(out: &mut String, value: &Value) {
     write_value(out, value, None);
 }
