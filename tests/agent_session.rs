@@ -3,9 +3,11 @@
 //! time), model switching (a smaller window compacts first), tree navigation with a branch
 //! summary, statistics — and a session it writes opened by pi 0.73.1 itself.
 
+#[path = "support/pi_npm.rs"]
+mod pi_npm;
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -1276,40 +1278,6 @@ async fn statistics_add_up_the_context() {
 
 // ----- pi reads what the session writes --------------------------------------------------
 
-fn node_modules() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut candidates = vec![root.join(".pi-npm/node_modules")];
-    if let Ok(p) = std::env::var("PI_NPM") {
-        candidates.insert(0, Path::new(&p).join("node_modules"));
-    }
-    candidates.into_iter().find(|d| {
-        d.join("@mariozechner/pi-coding-agent/package.json")
-            .exists()
-    })
-}
-
-/// pi's node_modules, or `None` (after saying why) when pi cannot be run here; under CI a
-/// missing reference fails.
-fn pi() -> Option<PathBuf> {
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    match (node, node_modules()) {
-        (true, Some(m)) => Some(m),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI must run the interop tests, but node or pi's npm package is missing"
-            );
-            eprintln!(
-                "SKIPPED: interop with pi needs node and @mariozechner/pi-coding-agent@0.73.1"
-            );
-            None
-        }
-    }
-}
-
 /// What pi 0.73.1's SessionManager reads from `file` (tests/support/pi_session.mjs).
 fn pi_describe(modules: &Path, file: &Path) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/pi_session.mjs");
@@ -1329,8 +1297,9 @@ fn pi_describe(modules: &Path, file: &Path) -> Value {
 }
 
 #[tokio::test]
+#[ignore = "needs node and pi's npm packages (scripts/install-pi-npm.sh)"]
 async fn a_session_written_by_agent_session_opens_in_pi_with_the_same_context() {
-    let Some(modules) = pi() else { return };
+    let modules = pi_npm::require("@mariozechner/pi-coding-agent");
     let dir = TempDir::new().unwrap();
     let faux = faux();
     let mut settings = AgentSessionSettings::default();

@@ -4,8 +4,11 @@
 //! budgets, the exact summarization requests of `compact()` and `generateBranchSummary()`,
 //! and the summaries they return — and these tests require the same answers here.
 //!
-//! Where node and pi's npm package are present, the golden is also regenerated live and
-//! must be current (under CI that is required).
+//! With node and pi's npm package (`scripts/install-pi-npm.sh`; an ignored test that `.ci/run`
+//! runs), the golden is also regenerated live and must be current.
+
+#[path = "support/pi_npm.rs"]
+mod pi_npm;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -416,34 +419,12 @@ fn prompts_are_pis() {
     assert!(BRANCH_SUMMARY_PREAMBLE.ends_with("exploration:\n\n"));
 }
 
-fn node_modules() -> Option<PathBuf> {
-    let mut candidates = vec![root().join(".pi-npm")];
-    if let Ok(p) = std::env::var("PI_NPM") {
-        candidates.insert(0, PathBuf::from(p));
-    }
-    candidates.into_iter().find(|d| {
-        d.join("node_modules/@mariozechner/pi-coding-agent/package.json")
-            .exists()
-    })
-}
-
 /// Runs pi's compaction code now and requires the golden to be what it answers.
 #[test]
+#[ignore = "needs node and pi's npm packages (scripts/install-pi-npm.sh)"]
 fn golden_is_what_pi_answers_now() {
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let Some(npm) = node_modules().filter(|_| node) else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run pi's compaction code, but node or pi's npm package is missing"
-        );
-        eprintln!(
-            "SKIPPED: needs node and @mariozechner/pi-coding-agent@0.73.1 in .pi-npm/ or $PI_NPM"
-        );
-        return;
-    };
+    let modules = pi_npm::require("@mariozechner/pi-coding-agent");
+    let npm = modules.parent().expect("node_modules has a parent");
     let out = Command::new("node")
         .arg(root().join("scripts/gen-compaction-golden.mjs"))
         .arg("--check")

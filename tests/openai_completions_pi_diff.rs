@@ -7,41 +7,20 @@
 //! Nothing is sent: pi's `onPayload` stops its call; ours runs with a cancelled token, so
 //! the request is built (and `on_payload` sees it) but no connection is opened.
 //!
-//! Needs node and `@mariozechner/pi-ai@0.73.1` in `.pi-npm/` (`.ci/run` installs it) or in
-//! `$PI_NPM`. Without them the test says so and passes, except under CI (`CI` set).
+//! Needs node and `@mariozechner/pi-ai@0.73.1` in `.pi-npm/` or `$PI_NPM`
+//! (`scripts/install-pi-npm.sh`): ignored by a plain `cargo test`, run by `.ci/run`.
 #![cfg(feature = "openai")]
 
-use std::path::{Path, PathBuf};
+#[path = "support/pi_npm.rs"]
+mod pi_npm;
+
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use pi_engine::providers::openai_completions::OpenAiCompletionsProvider;
 use pi_engine::{ApiProvider, CancellationToken, Context, Model, RetryPolicy, StreamOptions};
 use serde_json::{Value, json};
-
-fn node_modules() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut candidates = vec![root.join(".pi-npm/node_modules")];
-    if let Ok(p) = std::env::var("PI_NPM") {
-        candidates.insert(0, Path::new(&p).join("node_modules"));
-    }
-    let found = candidates
-        .into_iter()
-        .find(|d| d.join("@mariozechner/pi-ai/package.json").exists());
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found.is_none() || !node {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run the differential test, but node or pi-ai 0.73.1 is missing"
-        );
-        eprintln!("SKIPPED: the differential test needs node and @mariozechner/pi-ai@0.73.1");
-        return None;
-    }
-    found
-}
 
 /// pi's bodies for `cases`.
 fn pi_bodies(modules: &Path, cases: &[Value]) -> Vec<Value> {
@@ -506,10 +485,9 @@ fn cases() -> Vec<Value> {
 }
 
 #[test]
+#[ignore = "needs node and pi's npm packages (scripts/install-pi-npm.sh)"]
 fn bodies_match_pi_on_every_case() {
-    let Some(modules) = node_modules() else {
-        return;
-    };
+    let modules = pi_npm::require("@mariozechner/pi-ai");
     let cases = cases();
     let theirs = pi_bodies(&modules, &cases);
     assert_eq!(theirs.len(), cases.len());
