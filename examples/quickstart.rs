@@ -8,8 +8,10 @@
 //! ```
 //!
 //! Sessions are kept in the directory given as the first argument, else in
-//! `$PI_QUICKSTART_DIR`, else in `pi-quickstart` under the temporary directory. Delete it to
-//! start over. The files are pi's: `pi --session <file>` opens them too.
+//! `$PI_QUICKSTART_DIR`, else in the user's own cache directory (`$XDG_CACHE_HOME/pi-quickstart`
+//! or `~/.cache/pi-quickstart`; `pi-quickstart-<user>` under the temporary directory when there
+//! is no home), so two users of one machine never continue each other's conversation. Delete
+//! it to start over. The files are pi's: `pi --session <file>` opens them too.
 //!
 //! Runs offline on the faux provider, which plays the model's part from a script, unless
 //! [`choose_model`] finds a real model with an API key.
@@ -135,13 +137,32 @@ fn answer(request: &FauxRequest) -> FauxResponse {
     }
 }
 
-/// Where sessions are kept.
+/// Where sessions are kept: the first argument, `$PI_QUICKSTART_DIR`, else a directory of the
+/// user's own.
 fn session_dir() -> PathBuf {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     std::env::args_os()
         .nth(1)
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("PI_QUICKSTART_DIR").map(PathBuf::from))
-        .unwrap_or_else(|| std::env::temp_dir().join("pi-quickstart"))
+        .or_else(|| var("PI_QUICKSTART_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| per_user_dir(var("XDG_CACHE_HOME"), var("HOME"), var("USER")))
+}
+
+/// `pi-quickstart` in the user's cache directory; without a home, a per-user name under the
+/// temporary directory.
+fn per_user_dir(
+    cache: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+    user: Option<std::ffi::OsString>,
+) -> PathBuf {
+    match (cache, home) {
+        (Some(cache), _) => PathBuf::from(cache).join("pi-quickstart"),
+        (None, Some(home)) => PathBuf::from(home).join(".cache/pi-quickstart"),
+        (None, None) => {
+            let user = user.map_or_else(|| "user".into(), |u| u.to_string_lossy().into_owned());
+            std::env::temp_dir().join(format!("pi-quickstart-{user}"))
+        }
+    }
 }
 
 /// Opens the most recent session in `dir` (or starts one), sends the next prompt of the
@@ -171,12 +192,19 @@ async fn run(
     if echo {
         session.subscribe(print_event);
     }
-    let prompt = if session.messages().is_empty() {
-        "Hi, I'm Ada. What's the weather in Lisbon?"
-    } else {
+    let continued = !session.messages().is_empty();
+    let prompt = if continued {
         "Remind me: who am I, and what did you tell me?"
+    } else {
+        "Hi, I'm Ada. What's the weather in Lisbon?"
     };
     if echo {
+        if continued {
+            println!(
+                "(continuing the earlier session in {}; delete that directory to start over)",
+                dir.display()
+            );
+        }
         println!("> {prompt}");
     }
     session.prompt(prompt).await?;
@@ -226,7 +254,10 @@ fn print_event(event: &AgentSessionEvent) {
 async fn main() {
     let choice = choose_model();
     match &choice {
-        Choice::Faux(_) => println!("(faux model, offline)"),
+        Choice::Faux(_) => println!(
+            "(faux model, offline: set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY \
+             for a real model)"
+        ),
         Choice::Real(model) => println!("(model {}/{})", model.provider, model.id),
     }
     if let Err(e) = run(session_dir(), choice, true).await {
@@ -238,6 +269,28 @@ async fn main() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sessions_are_kept_per_user() {
+        let dir = |cache: Option<&str>, home: Option<&str>, user: Option<&str>| {
+            per_user_dir(
+                cache.map(Into::into),
+                home.map(Into::into),
+                user.map(Into::into),
+            )
+        };
+        assert_eq!(
+            dir(Some("/c"), Some("/home/ada"), None),
+            PathBuf::from("/c/pi-quickstart")
+        );
+        assert_eq!(
+            dir(None, Some("/home/ada"), Some("ada")),
+            PathBuf::from("/home/ada/.cache/pi-quickstart")
+        );
+        let ada = dir(None, None, Some("ada"));
+        assert_ne!(ada, dir(None, None, Some("bob")));
+        assert!(ada.starts_with(std::env::temp_dir()));
+    }
 
     #[tokio::test(start_paused = true)]
     async fn the_second_run_continues_the_first() {
