@@ -629,6 +629,8 @@ pub(crate) struct ResponsesDecoder {
     done_marker: bool,
     blocks: usize,
     current: Current,
+    /// The `id` of the current item, when it had one.
+    current_id: Option<String>,
     signatures: Vec<(usize, Signature)>,
 }
 
@@ -711,6 +713,7 @@ impl ResponsesDecoder {
             done_marker: false,
             blocks: 0,
             current: Current::None,
+            current_id: None,
             signatures: Vec::new(),
         }
     }
@@ -1012,7 +1015,76 @@ impl ResponsesDecoder {
         Ok(())
     }
 
+    /// Ends the current item's block if it is still open (a new item was added before the
+    /// current one's `output_item.done`), with the content it has.
+    fn close_current(&mut self, out: &mut Emit<'_>) {
+        let content = &out.message().content;
+        let end = match &mut self.current {
+            Current::Reasoning {
+                index,
+                open: open @ true,
+                ..
+            } => {
+                *open = false;
+                let text = match content.get(*index) {
+                    Some(AssistantContent::Thinking(t)) => t.thinking.clone(),
+                    _ => String::new(),
+                };
+                E::ThinkingEnd {
+                    content_index: *index,
+                    content: text,
+                }
+            }
+            Current::Message {
+                index,
+                open: open @ true,
+                ..
+            } => {
+                *open = false;
+                let text = match content.get(*index) {
+                    Some(AssistantContent::Text(t)) => t.text.clone(),
+                    _ => String::new(),
+                };
+                E::TextEnd {
+                    content_index: *index,
+                    content: text,
+                }
+            }
+            Current::Call {
+                index,
+                base,
+                base_at,
+                open: open @ true,
+            } => {
+                *open = false;
+                let streamed = out.tool_arguments_text(*index).unwrap_or("");
+                let rest = &streamed[(*base_at).min(streamed.len())..];
+                let arguments = parse_streaming_json(&format!("{base}{rest}"));
+                let (id, name) = match content.get(*index) {
+                    Some(AssistantContent::ToolCall(call)) => (call.id.clone(), call.name.clone()),
+                    _ => (String::new(), String::new()),
+                };
+                E::ToolcallEnd {
+                    content_index: *index,
+                    tool_call: ToolCall::new(id, name, Value::Object(arguments)),
+                }
+            }
+            _ => return,
+        };
+        tracing::warn!(
+            "Responses stream added an output item before the previous one was done; ending that one"
+        );
+        out.push(end);
+    }
+
     fn item_added(&mut self, item: WireItem<'_>, out: &mut Emit<'_>) {
+        if matches!(
+            item.kind.as_deref(),
+            Some("reasoning" | "message" | "function_call")
+        ) {
+            self.close_current(out);
+            self.current_id = item.id.as_deref().map(str::to_owned);
+        }
         match item.kind.as_deref() {
             Some("reasoning") => {
                 let index = self.next_index();
@@ -1058,9 +1130,37 @@ impl ResponsesDecoder {
         }
     }
 
+    /// True when an item `id` (of an `output_item.done`) is not the current item: both have
+    /// ids and they differ.
+    fn is_other_item(&self, id: Option<&str>) -> bool {
+        match (
+            id.filter(|i| !i.is_empty()),
+            self.current_id.as_deref().filter(|i| !i.is_empty()),
+        ) {
+            (Some(done), Some(current)) => done != current,
+            _ => false,
+        }
+    }
+
     fn item_done(&mut self, raw: &RawValue, out: &mut Emit<'_>) -> Result<(), Error> {
         let item: WireItem<'_> = parse(raw, "output item")?;
-        match (item.kind.as_deref(), &mut self.current) {
+        let other = self.is_other_item(item.id.as_deref());
+        if other && item.kind.as_deref() != Some("function_call") {
+            // The done of an item that was never added: the current item stays open (its
+            // next deltas are still its own).
+            tracing::warn!(
+                id = item.id.as_deref().unwrap_or(""),
+                "Responses stream finished an output item that was not added; ignored"
+            );
+            return Ok(());
+        }
+        let current = if other {
+            // A call that was never added is added below; the current item is not touched.
+            &mut Current::None
+        } else {
+            &mut self.current
+        };
+        match (item.kind.as_deref(), current) {
             (
                 Some("reasoning"),
                 Current::Reasoning {
@@ -1148,13 +1248,9 @@ impl ResponsesDecoder {
                         *open = false;
                         Some((*index, std::mem::take(base), *base_at))
                     }
-                    Current::Reasoning { open, .. }
-                    | Current::Message { open, .. }
-                    | Current::Call { open, .. } => {
-                        *open = false;
-                        None
-                    }
-                    Current::None => None,
+                    // A call done while another item is open: that item stays open (its
+                    // next deltas are still its own), the call is added below.
+                    _ => None,
                 };
                 let from_item = || {
                     let text = item.arguments.as_deref().filter(|a| !a.is_empty());
@@ -1277,7 +1373,10 @@ impl ResponsesDecoder {
         let [part] = item.content.as_deref()? else {
             return None;
         };
-        if item.kind.as_deref() != Some("message") || part.kind.as_deref() != Some("output_text") {
+        if item.kind.as_deref() != Some("message")
+            || part.kind.as_deref() != Some("output_text")
+            || self.is_other_item(item.id.as_deref())
+        {
             return None;
         }
         let raw = part.text?.get().as_bytes();

@@ -14,6 +14,10 @@
 //! * bytes are kept as bytes until an event is complete, so a UTF-8 character split across
 //!   chunks arrives whole.
 //!
+//! * an event (with its pending line) larger than [`SseDecoder::max_event_size`] (32 MiB by
+//!   default) is refused: the decoder drops what it holds, takes no more, and reports
+//!   [`SseError::EventTooLarge`], so a body of one endless line cannot take all memory.
+//!
 //! The common event (one `data:` line, optionally an `event:` line) is returned as slices of
 //! the decoder's buffer, without a copy. Work is linear in the input: every byte is scanned
 //! once with `memchr`, and consumed bytes are dropped from the buffer in amortized O(1).
@@ -78,8 +82,23 @@ impl<'a> SseEvent<'a> {
     }
 }
 
+/// The default of [`SseDecoder::max_event_size`]: 32 MiB.
+pub const DEFAULT_MAX_EVENT_SIZE: usize = 32 << 20;
+
+/// Why an [`SseDecoder`] stopped decoding.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SseError {
+    /// An event (its data and the line being received) grew beyond the limit.
+    #[error("an event of the stream is larger than {limit} bytes")]
+    EventTooLarge {
+        /// The limit, [`SseDecoder::max_event_size`].
+        limit: usize,
+    },
+}
+
 /// Incremental SSE decoder. See the [module documentation](self).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseDecoder {
     /// Received bytes; `buf[pos..]` is not decoded yet.
     buf: Vec<u8>,
@@ -103,9 +122,39 @@ pub struct SseDecoder {
     /// Where the data of the event returned last is in `buf`, until more is fed: see
     /// [`take_last_data`](Self::take_last_data).
     last_data: Field,
+    /// The largest event accepted.
+    max_event: usize,
+    /// Set once an event exceeded `max_event`: nothing more is decoded.
+    error: Option<SseError>,
+    /// Bytes of lines that are not comments, and events, decoded so far (see
+    /// [`progress`](SseDecoder::progress)).
+    progress: u64,
     /// Bytes searched for line breaks, to test that the work is linear.
     #[cfg(test)]
     searched: usize,
+}
+
+impl Default for SseDecoder {
+    fn default() -> Self {
+        SseDecoder {
+            buf: Vec::new(),
+            pos: 0,
+            after_cr: false,
+            event: Field::None,
+            data: Field::None,
+            name: Vec::new(),
+            joined: Vec::new(),
+            finished: false,
+            saw_cr: false,
+            scanned: 0,
+            last_data: Field::None,
+            max_event: DEFAULT_MAX_EVENT_SIZE,
+            error: None,
+            progress: 0,
+            #[cfg(test)]
+            searched: 0,
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -124,9 +173,61 @@ impl SseDecoder {
         SseDecoder::default()
     }
 
+    /// An empty decoder that refuses events larger than `bytes` (see
+    /// [`max_event_size`](Self::max_event_size)).
+    pub fn with_max_event_size(bytes: usize) -> Self {
+        SseDecoder {
+            max_event: bytes,
+            ..SseDecoder::default()
+        }
+    }
+
+    /// The largest event accepted, in bytes: its data lines and the line being received
+    /// (default [`DEFAULT_MAX_EVENT_SIZE`]). A longer one makes [`error`](Self::error)
+    /// [`SseError::EventTooLarge`]; memory stays within a small multiple of the limit.
+    pub fn max_event_size(&self) -> usize {
+        self.max_event
+    }
+
+    /// Why decoding stopped, once it has: then [`next_event`](Self::next_event) returns
+    /// `None` and [`feed`](Self::feed) drops its input.
+    pub fn error(&self) -> Option<&SseError> {
+        self.error.as_ref()
+    }
+
+    /// A count that grows whenever the stream makes progress: a byte of a line that is not
+    /// a comment arrives, or an event is complete. Keep-alive comments (`: ping`) and blank
+    /// lines between events leave it unchanged, so a caller can time out a stream that
+    /// only keeps its connection alive.
+    ///
+    /// ```
+    /// use pi_engine::providers::sse::SseDecoder;
+    ///
+    /// let mut sse = SseDecoder::new();
+    /// sse.feed(b": ping\n\n: ping\n");
+    /// assert!(sse.next_event().is_none());
+    /// assert_eq!(sse.progress(), 0);
+    /// sse.feed(b"data: x");
+    /// assert!(sse.next_event().is_none());
+    /// assert!(sse.progress() > 0);
+    /// ```
+    pub fn progress(&self) -> u64 {
+        let rest = &self.buf[self.pos..];
+        let partial = match rest.first() {
+            Some(b':') | None => 0,
+            // The LF of a CRLF split across chunks is not a line of its own.
+            Some(b'\n') if self.after_cr => rest.len() as u64 - 1,
+            Some(_) => rest.len() as u64,
+        };
+        self.progress + partial
+    }
+
     /// Appends a chunk of the body.
     pub fn feed(&mut self, chunk: &[u8]) {
         self.last_data = Field::None;
+        if self.error.is_some() {
+            return;
+        }
         // Drop consumed bytes once they are at least half of the buffer: each byte is moved
         // at most once on average.
         if self.pos > 0 && self.pos >= self.buf.len() / 2 {
@@ -152,11 +253,15 @@ impl SseDecoder {
     /// The next complete event, if the bytes fed so far contain one.
     pub fn next_event(&mut self) -> Option<SseEvent<'_>> {
         self.last_data = Field::None;
+        if self.error.is_some() {
+            return None;
+        }
         loop {
             let rest = &self.buf[self.pos..];
             if self.after_cr {
                 if rest.is_empty() {
                     if !self.finished {
+                        self.check_size();
                         return None;
                     }
                 } else if rest[0] == b'\n' {
@@ -194,6 +299,7 @@ impl SseDecoder {
                 }
                 None => {
                     self.scanned = self.buf.len();
+                    self.check_size();
                     return None;
                 }
             };
@@ -201,12 +307,40 @@ impl SseDecoder {
             self.pos = next;
             if line_end == start {
                 if self.has_pending() {
+                    self.progress += 1;
                     return Some(self.take_event());
                 }
                 continue;
             }
+            if self.buf[start] != b':' {
+                self.progress += (next - start) as u64;
+            }
             self.field(start..line_end);
         }
+    }
+
+    /// Refuses the pending event once it (with the line being received) is too large.
+    fn check_size(&mut self) {
+        let data = match &self.data {
+            Field::None => 0,
+            Field::Range(r) => r.len(),
+            Field::Owned => self.joined.len(),
+        };
+        if (self.buf.len() - self.pos).saturating_add(data) <= self.max_event {
+            return;
+        }
+        self.error = Some(SseError::EventTooLarge {
+            limit: self.max_event,
+        });
+        // Release the memory: nothing more is decoded.
+        self.buf = Vec::new();
+        self.joined = Vec::new();
+        self.name = Vec::new();
+        self.pos = 0;
+        self.scanned = 0;
+        self.event = Field::None;
+        self.data = Field::None;
+        self.last_data = Field::None;
     }
 
     fn has_pending(&self) -> bool {
@@ -492,6 +626,64 @@ mod tests {
         assert_eq!(sse.next_event().unwrap().data(), b"last");
         assert_eq!(sse.take_last_data().unwrap(), b"last");
         assert!(sse.next_event().is_none());
+    }
+
+    #[test]
+    fn an_endless_line_is_refused_and_its_memory_released() {
+        let mut sse = SseDecoder::with_max_event_size(1 << 20);
+        sse.feed(b"data: ok\n\n");
+        assert_eq!(sse.next_event().unwrap().data(), b"ok");
+        let chunk = vec![b'x'; 64 << 10];
+        sse.feed(b"data: ");
+        let mut fed = 0;
+        while sse.error().is_none() {
+            sse.feed(&chunk);
+            fed += chunk.len();
+            assert!(sse.next_event().is_none());
+            assert!(fed < 2 << 20, "the limit was not enforced");
+        }
+        assert_eq!(
+            sse.error(),
+            Some(&SseError::EventTooLarge { limit: 1 << 20 })
+        );
+        assert!(sse.buf.capacity() == 0 && sse.joined.capacity() == 0);
+        // Nothing more is taken or decoded.
+        sse.feed(b"\n\ndata: later\n\n");
+        assert!(sse.next_event().is_none());
+        sse.finish();
+        assert!(sse.next_event().is_none());
+        assert_eq!(sse.pending_bytes(), 0);
+    }
+
+    #[test]
+    fn many_data_lines_count_towards_the_limit() {
+        let mut sse = SseDecoder::with_max_event_size(1000);
+        for _ in 0..200 {
+            sse.feed(b"data: 0123456789\n");
+            assert!(sse.next_event().is_none());
+        }
+        assert!(sse.error().is_some());
+        // An event within the limit passes.
+        let mut ok = SseDecoder::with_max_event_size(1000);
+        ok.feed(format!("data: {}\n\n", "y".repeat(900)).as_bytes());
+        assert_eq!(ok.next_event().unwrap().data().len(), 900);
+    }
+
+    #[test]
+    fn comments_and_blank_lines_are_not_progress() {
+        let mut sse = SseDecoder::new();
+        for chunk in [&b": ping\n"[..], b"\n", b":", b" keep-alive\r", b"\n\r\n"] {
+            sse.feed(chunk);
+            assert!(sse.next_event().is_none());
+            assert_eq!(sse.progress(), 0, "{chunk:?}");
+        }
+        let mut last = 0;
+        for chunk in [&b"ev"[..], b"ent: a\r\n", b"data: 1\r\n", b"\r\n"] {
+            sse.feed(chunk);
+            while sse.next_event().is_some() {}
+            assert!(sse.progress() > last, "{chunk:?}");
+            last = sse.progress();
+        }
     }
 
     #[test]
