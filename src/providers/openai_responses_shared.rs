@@ -449,6 +449,17 @@ struct WireEvent<'a> {
     code: Option<&'a RawValue>,
     #[serde(default, borrow)]
     message: Option<&'a RawValue>,
+    /// Kept raw: read only by the item events, and a server that sends something odd here
+    /// does not make the event unreadable.
+    #[serde(default, borrow)]
+    output_index: Option<&'a RawValue>,
+}
+
+impl WireEvent<'_> {
+    /// The `output_index` of an item event, when it is a count.
+    fn output_index(&self) -> Option<u64> {
+        self.output_index.and_then(|raw| raw.get().parse().ok())
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -629,8 +640,9 @@ pub(crate) struct ResponsesDecoder {
     done_marker: bool,
     blocks: usize,
     current: Current,
-    /// The `id` of the current item, when it had one.
-    current_id: Option<String>,
+    /// The `output_index` of the current item, when it had one. (Item ids cannot tell
+    /// items apart: GitHub Copilot's change from event to event.)
+    current_output: Option<u64>,
     signatures: Vec<(usize, Signature)>,
 }
 
@@ -713,7 +725,7 @@ impl ResponsesDecoder {
             done_marker: false,
             blocks: 0,
             current: Current::None,
-            current_id: None,
+            current_output: None,
             signatures: Vec::new(),
         }
     }
@@ -823,7 +835,8 @@ impl ResponsesDecoder {
             }
             "response.output_item.added" => {
                 if let Some(raw) = event.item {
-                    self.item_added(parse(raw, "output item")?, out);
+                    let output_index = event.output_index();
+                    self.item_added(parse(raw, "output item")?, output_index, out);
                 }
             }
             "response.reasoning_summary_part.added" => {
@@ -892,7 +905,7 @@ impl ResponsesDecoder {
             }
             "response.output_item.done" => {
                 if let Some(raw) = event.item {
-                    self.item_done(raw, out)?;
+                    self.item_done(raw, event.output_index(), out)?;
                 }
             }
             // pi reads only `response.completed`; a response cut by `max_output_tokens`
@@ -1077,13 +1090,13 @@ impl ResponsesDecoder {
         out.push(end);
     }
 
-    fn item_added(&mut self, item: WireItem<'_>, out: &mut Emit<'_>) {
+    fn item_added(&mut self, item: WireItem<'_>, output_index: Option<u64>, out: &mut Emit<'_>) {
         if matches!(
             item.kind.as_deref(),
             Some("reasoning" | "message" | "function_call")
         ) {
             self.close_current(out);
-            self.current_id = item.id.as_deref().map(str::to_owned);
+            self.current_output = output_index;
         }
         match item.kind.as_deref() {
             Some("reasoning") => {
@@ -1130,26 +1143,25 @@ impl ResponsesDecoder {
         }
     }
 
-    /// True when an item `id` (of an `output_item.done`) is not the current item: both have
-    /// ids and they differ.
-    fn is_other_item(&self, id: Option<&str>) -> bool {
-        match (
-            id.filter(|i| !i.is_empty()),
-            self.current_id.as_deref().filter(|i| !i.is_empty()),
-        ) {
-            (Some(done), Some(current)) => done != current,
-            _ => false,
-        }
+    /// True when the `output_index` of an `output_item.done` is not the current item's
+    /// (both known and different).
+    fn is_other_item(&self, output_index: Option<u64>) -> bool {
+        matches!((output_index, self.current_output), (Some(a), Some(b)) if a != b)
     }
 
-    fn item_done(&mut self, raw: &RawValue, out: &mut Emit<'_>) -> Result<(), Error> {
+    fn item_done(
+        &mut self,
+        raw: &RawValue,
+        output_index: Option<u64>,
+        out: &mut Emit<'_>,
+    ) -> Result<(), Error> {
         let item: WireItem<'_> = parse(raw, "output item")?;
-        let other = self.is_other_item(item.id.as_deref());
+        let other = self.is_other_item(output_index);
         if other && item.kind.as_deref() != Some("function_call") {
             // The done of an item that was never added: the current item stays open (its
             // next deltas are still its own).
             tracing::warn!(
-                id = item.id.as_deref().unwrap_or(""),
+                output_index,
                 "Responses stream finished an output item that was not added; ignored"
             );
             return Ok(());
@@ -1375,7 +1387,7 @@ impl ResponsesDecoder {
         };
         if item.kind.as_deref() != Some("message")
             || part.kind.as_deref() != Some("output_text")
-            || self.is_other_item(item.id.as_deref())
+            || self.is_other_item(event.output_index())
         {
             return None;
         }
@@ -1668,6 +1680,7 @@ fn fast_delta(data: &[u8]) -> Option<WireEvent<'_>> {
         error: None,
         code: None,
         message: None,
+        output_index: None,
     })
 }
 
