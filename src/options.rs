@@ -224,8 +224,9 @@ pub struct StreamOptions {
     /// Retries before the first byte; `None` uses [`RetryPolicy::default`].
     #[serde(skip)]
     pub retry: Option<RetryPolicy>,
-    /// Longest silence allowed while streaming; `None` uses 5 minutes. Only events count:
-    /// keep-alive comments (`: ping`) do not reset it.
+    /// Longest wait for the next event while streaming (and for the response head); `None`
+    /// uses 5 minutes. Only complete events reset it, not keep-alive comments (`: ping`) or
+    /// the bytes of an event that never ends.
     #[serde(skip)]
     pub idle_timeout: Option<Duration>,
     /// Longest time spent reading the body of an HTTP error response (or of a success that

@@ -826,6 +826,28 @@ async fn keep_alive_comments_alone_time_out() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_event_that_never_completes_times_out() {
+    for wire in WIRES {
+        // A line dripped a byte a second, never ended.
+        let mut reply = Reply::sse_open(&[wire.head("Hello")]).then(Step::Write(chunk(b"data: {")));
+        for _ in 0..200 {
+            reply = reply
+                .then(Step::Sleep(Duration::from_secs(1)))
+                .then(Step::Write(chunk(b" ")));
+        }
+        let r = run(
+            wire,
+            vec![reply.then(Step::Hang)],
+            options().with_idle_timeout(Duration::from_secs(10)),
+        )
+        .await;
+        r.failed(ErrorKind::Timeout);
+        assert_eq!(r.message.text(), "Hello");
+        assert!(r.took < Duration::from_secs(11), "{:?}", r.took);
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn slow_but_steady_events_are_not_a_stall() {
     for wire in WIRES {
         let mut reply = Reply::sse_open(&[wire.head("Hello")]);

@@ -126,9 +126,6 @@ pub struct SseDecoder {
     max_event: usize,
     /// Set once an event exceeded `max_event`: nothing more is decoded.
     error: Option<SseError>,
-    /// Bytes of lines that are not comments, and events, decoded so far (see
-    /// [`progress`](SseDecoder::progress)).
-    progress: u64,
     /// Bytes searched for line breaks, to test that the work is linear.
     #[cfg(test)]
     searched: usize,
@@ -150,7 +147,6 @@ impl Default for SseDecoder {
             last_data: Field::None,
             max_event: DEFAULT_MAX_EVENT_SIZE,
             error: None,
-            progress: 0,
             #[cfg(test)]
             searched: 0,
         }
@@ -193,33 +189,6 @@ impl SseDecoder {
     /// `None` and [`feed`](Self::feed) drops its input.
     pub fn error(&self) -> Option<&SseError> {
         self.error.as_ref()
-    }
-
-    /// A count that grows whenever the stream makes progress: a byte of a line that is not
-    /// a comment arrives, or an event is complete. Keep-alive comments (`: ping`) and blank
-    /// lines between events leave it unchanged, so a caller can time out a stream that
-    /// only keeps its connection alive.
-    ///
-    /// ```
-    /// use pi_engine::providers::sse::SseDecoder;
-    ///
-    /// let mut sse = SseDecoder::new();
-    /// sse.feed(b": ping\n\n: ping\n");
-    /// assert!(sse.next_event().is_none());
-    /// assert_eq!(sse.progress(), 0);
-    /// sse.feed(b"data: x");
-    /// assert!(sse.next_event().is_none());
-    /// assert!(sse.progress() > 0);
-    /// ```
-    pub fn progress(&self) -> u64 {
-        let rest = &self.buf[self.pos..];
-        let partial = match rest.first() {
-            Some(b':') | None => 0,
-            // The LF of a CRLF split across chunks is not a line of its own.
-            Some(b'\n') if self.after_cr => rest.len() as u64 - 1,
-            Some(_) => rest.len() as u64,
-        };
-        self.progress + partial
     }
 
     /// Appends a chunk of the body.
@@ -307,13 +276,9 @@ impl SseDecoder {
             self.pos = next;
             if line_end == start {
                 if self.has_pending() {
-                    self.progress += 1;
                     return Some(self.take_event());
                 }
                 continue;
-            }
-            if self.buf[start] != b':' {
-                self.progress += (next - start) as u64;
             }
             self.field(start..line_end);
         }
@@ -667,23 +632,6 @@ mod tests {
         let mut ok = SseDecoder::with_max_event_size(1000);
         ok.feed(format!("data: {}\n\n", "y".repeat(900)).as_bytes());
         assert_eq!(ok.next_event().unwrap().data().len(), 900);
-    }
-
-    #[test]
-    fn comments_and_blank_lines_are_not_progress() {
-        let mut sse = SseDecoder::new();
-        for chunk in [&b": ping\n"[..], b"\n", b":", b" keep-alive\r", b"\n\r\n"] {
-            sse.feed(chunk);
-            assert!(sse.next_event().is_none());
-            assert_eq!(sse.progress(), 0, "{chunk:?}");
-        }
-        let mut last = 0;
-        for chunk in [&b"ev"[..], b"ent: a\r\n", b"data: 1\r\n", b"\r\n"] {
-            sse.feed(chunk);
-            while sse.next_event().is_some() {}
-            assert!(sse.progress() > last, "{chunk:?}");
-            last = sse.progress();
-        }
     }
 
     #[test]

@@ -141,7 +141,7 @@ pub(crate) fn stream_http<D: Decoder>(
         cancelled: None,
         idle,
         eof: false,
-        progress: 0,
+        progressed: false,
         open: Vec::new(),
     };
     EventStream::from_poll_fn(PartialMessage::new(initial), move |state, cx| {
@@ -155,8 +155,8 @@ type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 enum Phase {
     /// Sending, retrying, waiting for the response head.
     Connecting(ResponseFuture),
-    /// Reading the body; `timer` fires after `idle` without progress (an event, or a byte
-    /// of a line that is not a comment).
+    /// Reading the body; `timer` fires after `idle` without an event (keep-alive comments
+    /// and partial events do not count).
     Streaming { body: Body, timer: Pin<Box<Sleep>> },
     /// The connection is released.
     Finished,
@@ -174,8 +174,8 @@ struct Driver<D> {
     cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     idle: Duration,
     eof: bool,
-    /// [`SseDecoder::progress`] when the idle timer was last reset.
-    progress: u64,
+    /// An event was decoded since the idle timer was last reset.
+    progressed: bool,
     /// Blocks started and not ended, in the events handed out: `(content index, kind)`.
     open: Vec<(usize, BlockKind)>,
 }
@@ -240,10 +240,11 @@ impl<D: Decoder> Driver<D> {
                         end,
                         eof,
                         idle,
-                        progress,
+                        progressed,
                         ..
                     } = self;
                     if let Some(event) = sse.next_event() {
+                        *progressed = true;
                         // After the final event, what follows cannot spoil the reply.
                         let complete = decoder.is_complete();
                         let mut out = Emit { queue, state };
@@ -285,11 +286,10 @@ impl<D: Decoder> Driver<D> {
                         *end = Some(decoder.on_end(&mut Emit { queue, state }));
                         continue;
                     }
-                    // Only events and the lines that make them are progress: a stream of
-                    // keep-alive comments times out like a silent one.
-                    let now_at = sse.progress();
-                    if now_at != *progress {
-                        *progress = now_at;
+                    // Only events are progress: a stream of keep-alive comments (or of one
+                    // endless line) times out like a silent one. The timer is reset once
+                    // per network chunk, not per event.
+                    if std::mem::take(progressed) {
                         timer.as_mut().reset(Instant::now() + *idle);
                     }
                     match body.as_mut().poll_next(cx) {
