@@ -96,7 +96,8 @@ pub use message::{
 pub use model::{InputModality, Model, ModelCost, api};
 pub use models::{ModelRegistry, calculate_cost, get_model, get_models, get_providers};
 pub use options::{
-    ApiKey, CacheRetention, DEFAULT_IDLE_TIMEOUT, PayloadHook, RetryPolicy, StreamOptions,
+    ApiKey, CacheRetention, DEFAULT_ERROR_BODY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, PayloadHook,
+    RetryPolicy, StreamOptions,
 };
 pub use providers::{ApiProvider, ApiRegistry, complete, complete_simple, stream, stream_simple};
 pub use thinking::{

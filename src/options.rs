@@ -224,9 +224,15 @@ pub struct StreamOptions {
     /// Retries before the first byte; `None` uses [`RetryPolicy::default`].
     #[serde(skip)]
     pub retry: Option<RetryPolicy>,
-    /// Longest silence allowed while streaming; `None` uses 5 minutes.
+    /// Longest wait for the next event while streaming (and for the response head); `None`
+    /// uses 5 minutes. Only complete events reset it, not keep-alive comments (`: ping`) or
+    /// the bytes of an event that never ends.
     #[serde(skip)]
     pub idle_timeout: Option<Duration>,
+    /// Longest time spent reading the body of an HTTP error response (or of a success that
+    /// is not an event stream), per attempt; `None` uses 30 s. What arrived by then is used.
+    #[serde(skip)]
+    pub error_body_timeout: Option<Duration>,
     /// Sees the request body before it is sent.
     #[serde(skip)]
     pub on_payload: Option<PayloadHook>,
@@ -237,6 +243,9 @@ pub struct StreamOptions {
 
 /// The idle timeout used when none is set.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The deadline for reading an error body used when none is set.
+pub const DEFAULT_ERROR_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl StreamOptions {
     /// Defaults for everything.
@@ -316,6 +325,24 @@ impl StreamOptions {
         self
     }
 
+    /// Sets the deadline for reading the body of an HTTP error response, per attempt
+    /// (default [`DEFAULT_ERROR_BODY_TIMEOUT`], 30 s). A server that drips an error page a
+    /// byte at a time is cut off after it, and the error is made from what arrived; the
+    /// idle timeout alone would be reset by every byte.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use pi_engine::StreamOptions;
+    ///
+    /// let opts = StreamOptions::new().with_error_body_timeout(Duration::from_secs(5));
+    /// assert_eq!(opts.error_body_timeout_or_default(), Duration::from_secs(5));
+    /// ```
+    #[must_use]
+    pub fn with_error_body_timeout(mut self, timeout: Duration) -> Self {
+        self.error_body_timeout = Some(timeout);
+        self
+    }
+
     /// Sets the payload hook.
     #[must_use]
     pub fn with_on_payload(mut self, f: impl Fn(&mut Value) + Send + Sync + 'static) -> Self {
@@ -345,6 +372,12 @@ impl StreamOptions {
     /// The idle timeout in effect.
     pub fn idle_timeout_or_default(&self) -> Duration {
         self.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT)
+    }
+
+    /// The deadline for reading an error body in effect.
+    pub fn error_body_timeout_or_default(&self) -> Duration {
+        self.error_body_timeout
+            .unwrap_or(DEFAULT_ERROR_BODY_TIMEOUT)
     }
 }
 

@@ -70,7 +70,15 @@ async fn spliced_message_start_routes_deltas_to_the_newest_block() {
             _ => None,
         })
         .collect();
-    assert_eq!(ends, [(3, "toolu_second".to_owned())]);
+    // The first call, cut off, is ended when the second message starts a block at its
+    // index (with what arrived for it), so every started block has its end.
+    assert_eq!(
+        ends,
+        [
+            (1, "toolu_first".to_owned()),
+            (3, "toolu_second".to_owned())
+        ]
+    );
     // The thinking signatures of both messages are kept on their blocks.
     let signatures: Vec<Option<&str>> = message
         .content

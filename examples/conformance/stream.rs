@@ -19,8 +19,16 @@ struct Request {
 
 pub(crate) async fn run(path: &str) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-    let request: Request =
+    let mut request: Request =
         serde_json::from_str(&text).map_err(|e| format!("bad request file {path}: {e}"))?;
+    // The contract's `idleTimeoutMs`: the idle timeout between events, so that a test can
+    // stall a stream in seconds.
+    if let Some(ms) = request.options.extra.remove("idleTimeoutMs") {
+        let ms = ms.as_u64().ok_or_else(|| {
+            format!("bad request file {path}: idleTimeoutMs is not a count of milliseconds")
+        })?;
+        request.options.idle_timeout = Some(std::time::Duration::from_millis(ms));
+    }
     let registry = ApiRegistry::global();
     let simple = request.options.reasoning.is_some();
     // Millions of short lines: one large buffer straight to the file descriptor (stdout's own

@@ -744,7 +744,20 @@ impl AnthropicDecoder {
         self.open.iter().rev().find(|b| b.wire_index == wire_index)
     }
 
-    fn start_block(&mut self, wire_index: u64, kind: BlockKind) -> usize {
+    /// Starts a block at Anthropic's `index`. A block still open at that index (a second
+    /// `content_block_start` without a stop in between) is ended first, so that every block
+    /// the consumer saw start gets its `*_end`.
+    fn start_block(&mut self, wire_index: u64, kind: BlockKind, out: &mut Emit<'_>) -> usize {
+        if let Some(position) = self.open.iter().rposition(|b| b.wire_index == wire_index) {
+            let block = self.open.remove(position);
+            tracing::warn!(
+                index = wire_index,
+                "Anthropic stream started a block at an index whose block is still open; ending that one"
+            );
+            if let Some(end) = self.end_event(&block, out) {
+                out.push(end);
+            }
+        }
         let content_index = self.blocks;
         self.blocks += 1;
         self.open.push(OpenBlock {
@@ -753,6 +766,47 @@ impl AnthropicDecoder {
             kind,
         });
         content_index
+    }
+
+    /// The `*_end` of `block`, from the message as the consumer has it.
+    fn end_event(&self, block: &OpenBlock, out: &Emit<'_>) -> Option<E> {
+        let ci = block.content_index;
+        let current = out.message().content.get(ci);
+        Some(match (block.kind, current) {
+            (BlockKind::Text, Some(AssistantContent::Text(t))) => E::TextEnd {
+                content_index: ci,
+                content: t.text.clone(),
+            },
+            (BlockKind::Thinking, _) => {
+                let redacted = self
+                    .thinking
+                    .iter()
+                    .any(|m| m.content_index == ci && m.redacted);
+                let content = match current {
+                    _ if redacted => REDACTED_THINKING.to_owned(),
+                    Some(AssistantContent::Thinking(t)) => t.thinking.clone(),
+                    _ => String::new(),
+                };
+                E::ThinkingEnd {
+                    content_index: ci,
+                    content,
+                }
+            }
+            (BlockKind::ToolCall, Some(AssistantContent::ToolCall(call))) => {
+                let text = out.tool_arguments_text(ci).unwrap_or("");
+                let mut done = ToolCall::new(
+                    call.id.clone(),
+                    call.name.clone(),
+                    Value::Object(parse_streaming_json(text)),
+                );
+                done.thought_signature.clone_from(&call.thought_signature);
+                E::ToolcallEnd {
+                    content_index: ci,
+                    tool_call: done,
+                }
+            }
+            _ => return None,
+        })
     }
 
     fn tool_name(&self, name: String) -> String {
@@ -785,12 +839,12 @@ impl AnthropicDecoder {
                 };
                 match block.kind.as_str() {
                     "text" => {
-                        let ci = self.start_block(index, BlockKind::Text);
+                        let ci = self.start_block(index, BlockKind::Text, out);
                         out.push(E::TextStart { content_index: ci });
                     }
                     "thinking" | "redacted_thinking" => {
                         let redacted = block.kind == "redacted_thinking";
-                        let ci = self.start_block(index, BlockKind::Thinking);
+                        let ci = self.start_block(index, BlockKind::Thinking, out);
                         self.thinking.push(ThinkingMeta {
                             content_index: ci,
                             signature: if redacted {
@@ -803,7 +857,7 @@ impl AnthropicDecoder {
                         out.push(E::ThinkingStart { content_index: ci });
                     }
                     "tool_use" => {
-                        let ci = self.start_block(index, BlockKind::ToolCall);
+                        let ci = self.start_block(index, BlockKind::ToolCall, out);
                         let name = self.tool_name(block.name.unwrap_or_default());
                         out.push(E::ToolcallStart {
                             content_index: ci,
@@ -853,44 +907,9 @@ impl AnthropicDecoder {
                     return Ok(());
                 };
                 let block = self.open.remove(position);
-                let ci = block.content_index;
-                let current = out.message().content.get(ci);
-                let end = match (block.kind, current) {
-                    (BlockKind::Text, Some(AssistantContent::Text(t))) => E::TextEnd {
-                        content_index: ci,
-                        content: t.text.clone(),
-                    },
-                    (BlockKind::Thinking, _) => {
-                        let redacted = self
-                            .thinking
-                            .iter()
-                            .any(|m| m.content_index == ci && m.redacted);
-                        let content = match current {
-                            _ if redacted => REDACTED_THINKING.to_owned(),
-                            Some(AssistantContent::Thinking(t)) => t.thinking.clone(),
-                            _ => String::new(),
-                        };
-                        E::ThinkingEnd {
-                            content_index: ci,
-                            content,
-                        }
-                    }
-                    (BlockKind::ToolCall, Some(AssistantContent::ToolCall(call))) => {
-                        let text = out.tool_arguments_text(ci).unwrap_or("");
-                        let mut done = ToolCall::new(
-                            call.id.clone(),
-                            call.name.clone(),
-                            Value::Object(parse_streaming_json(text)),
-                        );
-                        done.thought_signature.clone_from(&call.thought_signature);
-                        E::ToolcallEnd {
-                            content_index: ci,
-                            tool_call: done,
-                        }
-                    }
-                    _ => return Ok(()),
-                };
-                out.push(end);
+                if let Some(end) = self.end_event(&block, out) {
+                    out.push(end);
+                }
             }
             "message_delta" => {
                 let (reason, details) = match event.delta {

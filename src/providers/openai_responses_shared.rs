@@ -449,6 +449,17 @@ struct WireEvent<'a> {
     code: Option<&'a RawValue>,
     #[serde(default, borrow)]
     message: Option<&'a RawValue>,
+    /// Kept raw: read only by the item events, and a server that sends something odd here
+    /// does not make the event unreadable.
+    #[serde(default, borrow)]
+    output_index: Option<&'a RawValue>,
+}
+
+impl WireEvent<'_> {
+    /// The `output_index` of an item event, when it is a count.
+    fn output_index(&self) -> Option<u64> {
+        self.output_index.and_then(|raw| raw.get().parse().ok())
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -629,6 +640,9 @@ pub(crate) struct ResponsesDecoder {
     done_marker: bool,
     blocks: usize,
     current: Current,
+    /// The `output_index` of the current item, when it had one. (Item ids cannot tell
+    /// items apart: GitHub Copilot's change from event to event.)
+    current_output: Option<u64>,
     signatures: Vec<(usize, Signature)>,
 }
 
@@ -711,6 +725,7 @@ impl ResponsesDecoder {
             done_marker: false,
             blocks: 0,
             current: Current::None,
+            current_output: None,
             signatures: Vec::new(),
         }
     }
@@ -820,7 +835,8 @@ impl ResponsesDecoder {
             }
             "response.output_item.added" => {
                 if let Some(raw) = event.item {
-                    self.item_added(parse(raw, "output item")?, out);
+                    let output_index = event.output_index();
+                    self.item_added(parse(raw, "output item")?, output_index, out);
                 }
             }
             "response.reasoning_summary_part.added" => {
@@ -889,7 +905,7 @@ impl ResponsesDecoder {
             }
             "response.output_item.done" => {
                 if let Some(raw) = event.item {
-                    self.item_done(raw, out)?;
+                    self.item_done(raw, event.output_index(), out)?;
                 }
             }
             // pi reads only `response.completed`; a response cut by `max_output_tokens`
@@ -1012,7 +1028,76 @@ impl ResponsesDecoder {
         Ok(())
     }
 
-    fn item_added(&mut self, item: WireItem<'_>, out: &mut Emit<'_>) {
+    /// Ends the current item's block if it is still open (a new item was added before the
+    /// current one's `output_item.done`), with the content it has.
+    fn close_current(&mut self, out: &mut Emit<'_>) {
+        let content = &out.message().content;
+        let end = match &mut self.current {
+            Current::Reasoning {
+                index,
+                open: open @ true,
+                ..
+            } => {
+                *open = false;
+                let text = match content.get(*index) {
+                    Some(AssistantContent::Thinking(t)) => t.thinking.clone(),
+                    _ => String::new(),
+                };
+                E::ThinkingEnd {
+                    content_index: *index,
+                    content: text,
+                }
+            }
+            Current::Message {
+                index,
+                open: open @ true,
+                ..
+            } => {
+                *open = false;
+                let text = match content.get(*index) {
+                    Some(AssistantContent::Text(t)) => t.text.clone(),
+                    _ => String::new(),
+                };
+                E::TextEnd {
+                    content_index: *index,
+                    content: text,
+                }
+            }
+            Current::Call {
+                index,
+                base,
+                base_at,
+                open: open @ true,
+            } => {
+                *open = false;
+                let streamed = out.tool_arguments_text(*index).unwrap_or("");
+                let rest = &streamed[(*base_at).min(streamed.len())..];
+                let arguments = parse_streaming_json(&format!("{base}{rest}"));
+                let (id, name) = match content.get(*index) {
+                    Some(AssistantContent::ToolCall(call)) => (call.id.clone(), call.name.clone()),
+                    _ => (String::new(), String::new()),
+                };
+                E::ToolcallEnd {
+                    content_index: *index,
+                    tool_call: ToolCall::new(id, name, Value::Object(arguments)),
+                }
+            }
+            _ => return,
+        };
+        tracing::warn!(
+            "Responses stream added an output item before the previous one was done; ending that one"
+        );
+        out.push(end);
+    }
+
+    fn item_added(&mut self, item: WireItem<'_>, output_index: Option<u64>, out: &mut Emit<'_>) {
+        if matches!(
+            item.kind.as_deref(),
+            Some("reasoning" | "message" | "function_call")
+        ) {
+            self.close_current(out);
+            self.current_output = output_index;
+        }
         match item.kind.as_deref() {
             Some("reasoning") => {
                 let index = self.next_index();
@@ -1058,9 +1143,36 @@ impl ResponsesDecoder {
         }
     }
 
-    fn item_done(&mut self, raw: &RawValue, out: &mut Emit<'_>) -> Result<(), Error> {
+    /// True when the `output_index` of an `output_item.done` is not the current item's
+    /// (both known and different).
+    fn is_other_item(&self, output_index: Option<u64>) -> bool {
+        matches!((output_index, self.current_output), (Some(a), Some(b)) if a != b)
+    }
+
+    fn item_done(
+        &mut self,
+        raw: &RawValue,
+        output_index: Option<u64>,
+        out: &mut Emit<'_>,
+    ) -> Result<(), Error> {
         let item: WireItem<'_> = parse(raw, "output item")?;
-        match (item.kind.as_deref(), &mut self.current) {
+        let other = self.is_other_item(output_index);
+        if other && item.kind.as_deref() != Some("function_call") {
+            // The done of an item that was never added: the current item stays open (its
+            // next deltas are still its own).
+            tracing::warn!(
+                output_index,
+                "Responses stream finished an output item that was not added; ignored"
+            );
+            return Ok(());
+        }
+        let current = if other {
+            // A call that was never added is added below; the current item is not touched.
+            &mut Current::None
+        } else {
+            &mut self.current
+        };
+        match (item.kind.as_deref(), current) {
             (
                 Some("reasoning"),
                 Current::Reasoning {
@@ -1148,13 +1260,9 @@ impl ResponsesDecoder {
                         *open = false;
                         Some((*index, std::mem::take(base), *base_at))
                     }
-                    Current::Reasoning { open, .. }
-                    | Current::Message { open, .. }
-                    | Current::Call { open, .. } => {
-                        *open = false;
-                        None
-                    }
-                    Current::None => None,
+                    // A call done while another item is open: that item stays open (its
+                    // next deltas are still its own), the call is added below.
+                    _ => None,
                 };
                 let from_item = || {
                     let text = item.arguments.as_deref().filter(|a| !a.is_empty());
@@ -1277,7 +1385,10 @@ impl ResponsesDecoder {
         let [part] = item.content.as_deref()? else {
             return None;
         };
-        if item.kind.as_deref() != Some("message") || part.kind.as_deref() != Some("output_text") {
+        if item.kind.as_deref() != Some("message")
+            || part.kind.as_deref() != Some("output_text")
+            || self.is_other_item(event.output_index())
+        {
             return None;
         }
         let raw = part.text?.get().as_bytes();
@@ -1569,6 +1680,7 @@ fn fast_delta(data: &[u8]) -> Option<WireEvent<'_>> {
         error: None,
         code: None,
         message: None,
+        output_index: None,
     })
 }
 

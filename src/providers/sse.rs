@@ -14,6 +14,10 @@
 //! * bytes are kept as bytes until an event is complete, so a UTF-8 character split across
 //!   chunks arrives whole.
 //!
+//! * an event (with its pending line) larger than [`SseDecoder::max_event_size`] (32 MiB by
+//!   default) is refused: the decoder drops what it holds, takes no more, and reports
+//!   [`SseError::EventTooLarge`], so a body of one endless line cannot take all memory.
+//!
 //! The common event (one `data:` line, optionally an `event:` line) is returned as slices of
 //! the decoder's buffer, without a copy. Work is linear in the input: every byte is scanned
 //! once with `memchr`, and consumed bytes are dropped from the buffer in amortized O(1).
@@ -78,8 +82,23 @@ impl<'a> SseEvent<'a> {
     }
 }
 
+/// The default of [`SseDecoder::max_event_size`]: 32 MiB.
+pub const DEFAULT_MAX_EVENT_SIZE: usize = 32 << 20;
+
+/// Why an [`SseDecoder`] stopped decoding.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SseError {
+    /// An event (its data and the line being received) grew beyond the limit.
+    #[error("an event of the stream is larger than {limit} bytes")]
+    EventTooLarge {
+        /// The limit, [`SseDecoder::max_event_size`].
+        limit: usize,
+    },
+}
+
 /// Incremental SSE decoder. See the [module documentation](self).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseDecoder {
     /// Received bytes; `buf[pos..]` is not decoded yet.
     buf: Vec<u8>,
@@ -103,9 +122,35 @@ pub struct SseDecoder {
     /// Where the data of the event returned last is in `buf`, until more is fed: see
     /// [`take_last_data`](Self::take_last_data).
     last_data: Field,
+    /// The largest event accepted.
+    max_event: usize,
+    /// Set once an event exceeded `max_event`: nothing more is decoded.
+    error: Option<SseError>,
     /// Bytes searched for line breaks, to test that the work is linear.
     #[cfg(test)]
     searched: usize,
+}
+
+impl Default for SseDecoder {
+    fn default() -> Self {
+        SseDecoder {
+            buf: Vec::new(),
+            pos: 0,
+            after_cr: false,
+            event: Field::None,
+            data: Field::None,
+            name: Vec::new(),
+            joined: Vec::new(),
+            finished: false,
+            saw_cr: false,
+            scanned: 0,
+            last_data: Field::None,
+            max_event: DEFAULT_MAX_EVENT_SIZE,
+            error: None,
+            #[cfg(test)]
+            searched: 0,
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -124,9 +169,34 @@ impl SseDecoder {
         SseDecoder::default()
     }
 
+    /// An empty decoder that refuses events larger than `bytes` (see
+    /// [`max_event_size`](Self::max_event_size)).
+    pub fn with_max_event_size(bytes: usize) -> Self {
+        SseDecoder {
+            max_event: bytes,
+            ..SseDecoder::default()
+        }
+    }
+
+    /// The largest event accepted, in bytes: its data lines and the line being received
+    /// (default [`DEFAULT_MAX_EVENT_SIZE`]). A longer one makes [`error`](Self::error)
+    /// [`SseError::EventTooLarge`]; memory stays within a small multiple of the limit.
+    pub fn max_event_size(&self) -> usize {
+        self.max_event
+    }
+
+    /// Why decoding stopped, once it has: then [`next_event`](Self::next_event) returns
+    /// `None` and [`feed`](Self::feed) drops its input.
+    pub fn error(&self) -> Option<&SseError> {
+        self.error.as_ref()
+    }
+
     /// Appends a chunk of the body.
     pub fn feed(&mut self, chunk: &[u8]) {
         self.last_data = Field::None;
+        if self.error.is_some() {
+            return;
+        }
         // Drop consumed bytes once they are at least half of the buffer: each byte is moved
         // at most once on average.
         if self.pos > 0 && self.pos >= self.buf.len() / 2 {
@@ -152,11 +222,15 @@ impl SseDecoder {
     /// The next complete event, if the bytes fed so far contain one.
     pub fn next_event(&mut self) -> Option<SseEvent<'_>> {
         self.last_data = Field::None;
+        if self.error.is_some() {
+            return None;
+        }
         loop {
             let rest = &self.buf[self.pos..];
             if self.after_cr {
                 if rest.is_empty() {
                     if !self.finished {
+                        self.check_size();
                         return None;
                     }
                 } else if rest[0] == b'\n' {
@@ -194,6 +268,7 @@ impl SseDecoder {
                 }
                 None => {
                     self.scanned = self.buf.len();
+                    self.check_size();
                     return None;
                 }
             };
@@ -207,6 +282,30 @@ impl SseDecoder {
             }
             self.field(start..line_end);
         }
+    }
+
+    /// Refuses the pending event once it (with the line being received) is too large.
+    fn check_size(&mut self) {
+        let data = match &self.data {
+            Field::None => 0,
+            Field::Range(r) => r.len(),
+            Field::Owned => self.joined.len(),
+        };
+        if (self.buf.len() - self.pos).saturating_add(data) <= self.max_event {
+            return;
+        }
+        self.error = Some(SseError::EventTooLarge {
+            limit: self.max_event,
+        });
+        // Release the memory: nothing more is decoded.
+        self.buf = Vec::new();
+        self.joined = Vec::new();
+        self.name = Vec::new();
+        self.pos = 0;
+        self.scanned = 0;
+        self.event = Field::None;
+        self.data = Field::None;
+        self.last_data = Field::None;
     }
 
     fn has_pending(&self) -> bool {
@@ -492,6 +591,47 @@ mod tests {
         assert_eq!(sse.next_event().unwrap().data(), b"last");
         assert_eq!(sse.take_last_data().unwrap(), b"last");
         assert!(sse.next_event().is_none());
+    }
+
+    #[test]
+    fn an_endless_line_is_refused_and_its_memory_released() {
+        let mut sse = SseDecoder::with_max_event_size(1 << 20);
+        sse.feed(b"data: ok\n\n");
+        assert_eq!(sse.next_event().unwrap().data(), b"ok");
+        let chunk = vec![b'x'; 64 << 10];
+        sse.feed(b"data: ");
+        let mut fed = 0;
+        while sse.error().is_none() {
+            sse.feed(&chunk);
+            fed += chunk.len();
+            assert!(sse.next_event().is_none());
+            assert!(fed < 2 << 20, "the limit was not enforced");
+        }
+        assert_eq!(
+            sse.error(),
+            Some(&SseError::EventTooLarge { limit: 1 << 20 })
+        );
+        assert!(sse.buf.capacity() == 0 && sse.joined.capacity() == 0);
+        // Nothing more is taken or decoded.
+        sse.feed(b"\n\ndata: later\n\n");
+        assert!(sse.next_event().is_none());
+        sse.finish();
+        assert!(sse.next_event().is_none());
+        assert_eq!(sse.pending_bytes(), 0);
+    }
+
+    #[test]
+    fn many_data_lines_count_towards_the_limit() {
+        let mut sse = SseDecoder::with_max_event_size(1000);
+        for _ in 0..200 {
+            sse.feed(b"data: 0123456789\n");
+            assert!(sse.next_event().is_none());
+        }
+        assert!(sse.error().is_some());
+        // An event within the limit passes.
+        let mut ok = SseDecoder::with_max_event_size(1000);
+        ok.feed(format!("data: {}\n\n", "y".repeat(900)).as_bytes());
+        assert_eq!(ok.next_event().unwrap().data().len(), 900);
     }
 
     #[test]

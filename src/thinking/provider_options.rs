@@ -43,6 +43,7 @@ pub fn build_base_options(model: &Model, options: &StreamOptions) -> StreamOptio
         cancel: options.cancel.clone(),
         retry: options.retry,
         idle_timeout: options.idle_timeout,
+        error_body_timeout: options.error_body_timeout,
         on_payload: options.on_payload.clone(),
         extra,
     }

@@ -72,6 +72,30 @@ impl Reply {
         }
     }
 
+    /// A response head with exactly `headers` (no `content-length` added) and no body yet:
+    /// add the body with [`then`](Self::then) (with `transfer-encoding: chunked`, write
+    /// [`chunk`]s and `0\r\n\r\n`).
+    pub fn head(code: u16, headers: &[(&str, &str)]) -> Reply {
+        let mut head = format!("HTTP/1.1 {code} {}\r\n", reason(code));
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        Reply {
+            head: Some(head),
+            steps: Vec::new(),
+            keep_alive: false,
+        }
+    }
+
+    /// Like [`sse`](Self::sse), each chunk given as bytes (to split a UTF-8 character).
+    pub fn sse_bytes(chunks: &[Vec<u8>]) -> Reply {
+        let mut reply = Reply::sse_open::<&str>(&[]);
+        for c in chunks {
+            reply = reply.then(Step::Write(chunk(c)));
+        }
+        reply.then(Step::Write(b"0\r\n\r\n".to_vec()))
+    }
+
     /// Keeps the connection open for the next request.
     pub fn keep_alive(mut self) -> Reply {
         self.keep_alive = true;
@@ -304,7 +328,12 @@ fn reason(code: u16) -> &'static str {
     match code {
         200 => "OK",
         400 => "Bad Request",
+        307 => "Temporary Redirect",
         401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        413 => "Payload Too Large",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         502 => "Bad Gateway",

@@ -5,8 +5,12 @@
 //! event, the driver hands out one the decoder already produced, or decodes the next SSE
 //! event, or reads the next network chunk. Faults are handled here, once for every
 //! provider: the request's failure (after its retries), a broken connection, a stall longer
-//! than the idle timeout, a cancelled token, and the decoder's own errors all end the stream
-//! with an `error` event whose message keeps the content streamed so far.
+//! than the idle timeout (only events count as progress, not keep-alive comments), an event
+//! larger than the SSE decoder takes, a cancelled token, and the decoder's own errors all
+//! end the stream with an `error` event whose message keeps the content streamed so far.
+//! Once the decoder has seen the provider's final event, what follows (junk, a reset) is
+//! logged and ignored: the reply is complete. An abort first ends the blocks that are still
+//! open (`*_end` with their content so far), then sends the `aborted` error.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -19,10 +23,11 @@ use futures::Stream;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use super::transport::{HttpRequest, idle_timeout_error};
+use super::transport::{HttpRequest, Opened, idle_timeout_error};
 use crate::error::{Error, ErrorKind};
 use crate::event::{AssistantMessageEvent, PartialMessage};
 use crate::event_stream::{AssistantMessageEventStream, EventStream};
+use crate::message::AssistantContent;
 use crate::message::{AssistantMessage, StopReason};
 use crate::model::Model;
 use crate::options::StreamOptions;
@@ -136,19 +141,22 @@ pub(crate) fn stream_http<D: Decoder>(
         cancelled: None,
         idle,
         eof: false,
+        progressed: false,
+        open: Vec::new(),
     };
     EventStream::from_poll_fn(PartialMessage::new(initial), move |state, cx| {
         driver.poll(state, cx)
     })
 }
 
-type ResponseFuture = Pin<Box<dyn Future<Output = Result<reqwest::Response, Error>> + Send>>;
+type ResponseFuture = Pin<Box<dyn Future<Output = Result<Opened, Error>> + Send>>;
 type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 enum Phase {
     /// Sending, retrying, waiting for the response head.
     Connecting(ResponseFuture),
-    /// Reading the body; `timer` fires after `idle` without a chunk.
+    /// Reading the body; `timer` fires after `idle` without an event (keep-alive comments
+    /// and partial events do not count).
     Streaming { body: Body, timer: Pin<Box<Sleep>> },
     /// The connection is released.
     Finished,
@@ -166,6 +174,18 @@ struct Driver<D> {
     cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     idle: Duration,
     eof: bool,
+    /// An event was decoded since the idle timer was last reset.
+    progressed: bool,
+    /// Blocks started and not ended, in the events handed out: `(content index, kind)`.
+    open: Vec<(usize, BlockKind)>,
+}
+
+/// The kind of an open block, for the `*_end` an abort sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BlockKind {
+    Text,
+    Thinking,
+    ToolCall,
 }
 
 impl<D: Decoder> Driver<D> {
@@ -176,6 +196,7 @@ impl<D: Decoder> Driver<D> {
     ) -> Poll<Option<AssistantMessageEvent>> {
         loop {
             if let Some(event) = self.queue.pop_front() {
+                self.track(&event);
                 return Poll::Ready(Some(event));
             }
             if let Some(end) = self.end.take() {
@@ -189,13 +210,14 @@ impl<D: Decoder> Driver<D> {
                 return Poll::Ready(None);
             }
             if self.token.as_ref().is_some_and(|t| t.is_cancelled()) {
-                self.abort();
+                self.abort(state);
                 continue;
             }
             let waiting = match &mut self.phase {
                 Phase::Connecting(response) => match response.as_mut().poll(cx) {
-                    Poll::Ready(Ok(response)) => {
+                    Poll::Ready(Ok(Opened { response, prefix })) => {
                         self.queue.push_back(AssistantMessageEvent::Start);
+                        self.sse.feed(&prefix);
                         let timer = Box::pin(tokio::time::sleep(self.idle));
                         self.phase = Phase::Streaming {
                             body: Box::pin(response.bytes_stream()),
@@ -218,9 +240,13 @@ impl<D: Decoder> Driver<D> {
                         end,
                         eof,
                         idle,
+                        progressed,
                         ..
                     } = self;
                     if let Some(event) = sse.next_event() {
+                        *progressed = true;
+                        // After the final event, what follows cannot spoil the reply.
+                        let complete = decoder.is_complete();
                         let mut out = Emit { queue, state };
                         let handled = if event.data().len() >= LARGE_EVENT
                             && decoder.wants_large_event(event.event_bytes())
@@ -231,19 +257,51 @@ impl<D: Decoder> Driver<D> {
                         } else {
                             decoder.on_event(event, &mut out)
                         };
-                        if let Err(error) = handled {
-                            *end = Some(Err(error));
+                        match handled {
+                            Ok(()) => {}
+                            Err(error) if complete => {
+                                tracing::warn!(
+                                    error = %error,
+                                    "ignoring an unreadable event after the provider's final event"
+                                );
+                            }
+                            Err(error) => *end = Some(Err(error)),
                         }
+                        continue;
+                    }
+                    if let Some(error) = sse.error() {
+                        let error = Error::new(
+                            ErrorKind::InvalidResponse,
+                            format!("Invalid event stream: {error}"),
+                        );
+                        *end = Some(if decoder.is_complete() {
+                            tracing::warn!(error = %error, "ignoring the rest of the stream after the provider's final event");
+                            decoder.on_end(&mut Emit { queue, state })
+                        } else {
+                            Err(error)
+                        });
                         continue;
                     }
                     if *eof {
                         *end = Some(decoder.on_end(&mut Emit { queue, state }));
                         continue;
                     }
+                    // Only events are progress: a stream of keep-alive comments (or of one
+                    // endless line) times out like a silent one. The timer is reset once
+                    // per network chunk, not per event.
+                    if std::mem::take(progressed) {
+                        timer.as_mut().reset(Instant::now() + *idle);
+                    }
                     match body.as_mut().poll_next(cx) {
                         Poll::Ready(Some(Ok(chunk))) => {
                             sse.feed(&chunk);
-                            timer.as_mut().reset(Instant::now() + *idle);
+                            false
+                        }
+                        Poll::Ready(Some(Err(error))) if decoder.is_complete() => {
+                            // Everything arrived; only the close failed.
+                            tracing::warn!(error = %stream_error(error), "connection lost after the provider's final event");
+                            sse.finish();
+                            *eof = true;
                             false
                         }
                         Poll::Ready(Some(Err(error))) => {
@@ -275,7 +333,7 @@ impl<D: Decoder> Driver<D> {
             };
             if waiting {
                 if self.poll_cancelled(cx) {
-                    self.abort();
+                    self.abort(state);
                     continue;
                 }
                 return Poll::Pending;
@@ -294,10 +352,53 @@ impl<D: Decoder> Driver<D> {
         cancelled.as_mut().poll(cx).is_ready()
     }
 
-    /// Drops the connection and ends with `aborted`, keeping what was streamed.
-    fn abort(&mut self) {
+    /// Follows which blocks the consumer has seen start and not end.
+    fn track(&mut self, event: &AssistantMessageEvent) {
+        use AssistantMessageEvent as E;
+        let started = match event {
+            E::TextStart { content_index } => Some((*content_index, BlockKind::Text)),
+            E::ThinkingStart { content_index } => Some((*content_index, BlockKind::Thinking)),
+            E::ToolcallStart { content_index, .. } => Some((*content_index, BlockKind::ToolCall)),
+            E::TextEnd { content_index, .. }
+            | E::ThinkingEnd { content_index, .. }
+            | E::ToolcallEnd { content_index, .. } => {
+                let index = *content_index;
+                self.open.retain(|(i, _)| *i != index);
+                None
+            }
+            _ => None,
+        };
+        if let Some((index, kind)) = started {
+            self.open.retain(|(i, _)| *i != index);
+            self.open.push((index, kind));
+        }
+    }
+
+    /// Drops the connection and ends with `aborted`, keeping what was streamed: the blocks
+    /// still open are ended first, with the content they have (pi sends only the `error`).
+    fn abort(&mut self, state: &PartialMessage) {
+        use AssistantMessageEvent as E;
         self.phase = Phase::Finished;
         self.queue.clear();
+        let content = &state.message().content;
+        for (index, kind) in std::mem::take(&mut self.open) {
+            let end = match (kind, content.get(index)) {
+                (BlockKind::Text, Some(AssistantContent::Text(t))) => E::TextEnd {
+                    content_index: index,
+                    content: t.text.clone(),
+                },
+                (BlockKind::Thinking, Some(AssistantContent::Thinking(t))) => E::ThinkingEnd {
+                    content_index: index,
+                    content: t.thinking.clone(),
+                },
+                (BlockKind::ToolCall, Some(AssistantContent::ToolCall(call))) => E::ToolcallEnd {
+                    content_index: index,
+                    tool_call: call.clone(),
+                },
+                _ => continue,
+            };
+            self.queue.push_back(end);
+        }
         self.end = Some(Err(Error::new(ErrorKind::Aborted, ABORTED)));
     }
 

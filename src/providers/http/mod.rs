@@ -34,13 +34,17 @@
 //! only when the consumer asks for the next event. It owns every fault: retries before the
 //! first byte (429, 5xx, overloaded, failed connections; `Retry-After` honoured; quota errors
 //! never retried), HTTP error statuses turned into typed [`Error`]s with the provider's text
-//! and request id (HTML pages summarized), a broken connection, the idle timeout between
-//! chunks, cancellation at any point (stop reason `aborted`, "Request was aborted"), all
-//! ending with an `error` event that keeps the partial message. A decoder never sees a
-//! network error and never has to think about cancellation.
+//! and request id (HTML pages summarized; an error body read within its own deadline), a
+//! success that is not an event stream (an HTML page, a JSON error), a broken connection,
+//! the idle timeout between events (keep-alive comments do not count), an event too large
+//! for the SSE decoder, cancellation at any point (open blocks ended, then stop reason
+//! `aborted`, "Request was aborted"), all ending with an `error` event that keeps the
+//! partial message; junk after the provider's final event is ignored. A decoder never sees
+//! a network error and never has to think about cancellation.
 //!
 //! Tests: a decoder is unit-tested by feeding SSE text through [`stream_http`] against the
-//! local servers of `tests/support/`; the faults are tested once, in `tests/http_faults.rs`.
+//! local servers of `tests/support/`; the faults are tested once, for every wire format, in
+//! `tests/faults.rs` (and `tests/http_faults.rs` for retries and connection reuse).
 
 pub(crate) mod cloudflare;
 pub(crate) mod copilot;

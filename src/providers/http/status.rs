@@ -9,8 +9,10 @@ use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, is_overflow_message};
 
-/// Longest provider text kept in an error message.
-const MAX_TEXT: usize = 600;
+/// Longest provider text kept in an error message, in bytes: the provider's whole text (a
+/// validation error may list many problems), bounded only against a server that sends
+/// megabytes. Where the text is shown to a person it may be shortened further.
+pub(crate) const MAX_TEXT: usize = 16 * 1024;
 
 /// Headers carrying the provider's request id, most specific first.
 const REQUEST_ID_HEADERS: &[&str] = &[
@@ -71,6 +73,53 @@ pub(crate) fn stream_event_error(data: &[u8]) -> Error {
         kind => kind,
     };
     Error::new(kind, message).with_request_id(detail.request_id)
+}
+
+/// The error for a success status whose body is not an event stream (an HTML page of a
+/// proxy or captive portal, a JSON document): a JSON body that is a provider error becomes
+/// that error (classified as [`status_error`] would, e.g. `overloaded_error` is
+/// [`ErrorKind::Overloaded`]); anything else is [`ErrorKind::InvalidResponse`], "Expected an
+/// event stream, got <content type>: <summary>".
+pub(crate) fn not_a_stream_error(headers: &HeaderMap, body: &[u8]) -> Error {
+    let content_type = headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|ct| ct.split(';').next().unwrap_or(ct).trim().to_owned())
+        .filter(|ct| !ct.is_empty())
+        .unwrap_or_else(|| "a body without a content type".to_owned());
+    let header_id = request_id(headers);
+    if let Ok(value) = serde_json::from_slice::<Value>(body.trim_ascii()) {
+        let first = match &value {
+            Value::Array(items) => items.first().unwrap_or(&value),
+            v => v,
+        };
+        let is_error = first.get("error").is_some_and(|e| !e.is_null())
+            || first.get("type").and_then(Value::as_str) == Some("error");
+        if is_error {
+            let detail = ErrorBody::from_json(&value);
+            let mut message = detail
+                .describe()
+                .unwrap_or_else(|| "The provider reported an error without details".to_owned());
+            let request_id = header_id.or(detail.request_id.clone());
+            if let Some(id) = &request_id {
+                message.push_str(&format!(" (request id: {id})"));
+            }
+            let kind = match classify(0, headers, &detail, &message) {
+                ErrorKind::Status => ErrorKind::Provider,
+                kind => kind,
+            };
+            return Error::new(kind, message).with_request_id(request_id);
+        }
+    }
+    let summary = ErrorBody::parse(body, headers)
+        .describe()
+        .map(|s| clip_short(&collapse_whitespace(&s)))
+        .unwrap_or_else(|| "(empty body)".to_owned());
+    let mut message = format!("Expected an event stream, got {content_type}: {summary}");
+    if let Some(id) = &header_id {
+        message.push_str(&format!(" (request id: {id})"));
+    }
+    Error::new(ErrorKind::InvalidResponse, message).with_request_id(header_id)
 }
 
 /// What a provider's error body says.
@@ -171,12 +220,16 @@ fn str_field(value: &Value, key: &str) -> Option<String> {
     }
 }
 
-/// Cuts `text` to [`MAX_TEXT`] characters, at a character boundary.
+/// Cuts `text` to at most [`MAX_TEXT`] bytes, at a character boundary (with `…` when cut).
 fn clip(text: &str) -> String {
-    match text.char_indices().nth(MAX_TEXT) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
+    if text.len() <= MAX_TEXT {
+        return text.to_owned();
     }
+    let mut end = MAX_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 /// A gateway's HTML error page, as a short line: its `<title>`, else its first words of text.
@@ -258,6 +311,10 @@ pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
 
 /// The delay the server asked for: `retry-after-ms` (milliseconds), else `retry-after`
 /// (seconds, or an HTTP date relative to `now`).
+///
+/// A number too large for a [`Duration`] (`Retry-After: 99999999999999999999`,
+/// `retry-after-ms: 1e30`, infinity) reads as [`Duration::MAX`]: longer than any cap, so the
+/// request is not retried and the caller sees the error at once.
 pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let get = |name: &str| {
         headers
@@ -266,17 +323,22 @@ pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
             .map(str::trim)
     };
     if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
         && ms >= 0.0
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(seconds(ms / 1000.0));
     }
     let value = get("retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return (secs >= 0.0).then(|| seconds(secs));
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// `secs` (not negative, not NaN) as a duration; one too long for a `Duration` is
+/// [`Duration::MAX`].
+fn seconds(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
 }
 
 /// Patterns of an exhausted quota or an unpaid account (never retried).
@@ -449,5 +511,86 @@ mod tests {
             Some(Duration::from_secs(30))
         );
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
+    }
+
+    #[test]
+    fn retry_after_beyond_a_duration_is_the_longest_wait_not_a_panic() {
+        let now = SystemTime::UNIX_EPOCH;
+        for (name, value) in [
+            ("retry-after", "99999999999999999999"),
+            ("retry-after", "1e300"),
+            ("retry-after", "inf"),
+            ("retry-after-ms", "1e30"),
+            ("retry-after-ms", "infinity"),
+        ] {
+            assert_eq!(
+                retry_after(&headers(&[(name, value)]), now),
+                Some(Duration::MAX),
+                "{name}: {value}"
+            );
+        }
+        assert_eq!(retry_after(&headers(&[("retry-after", "NaN")]), now), None);
+        assert_eq!(retry_after(&headers(&[("retry-after", "-1")]), now), None);
+        let e = status_error(
+            429,
+            &headers(&[("retry-after", "99999999999999999999")]),
+            b"busy",
+        );
+        assert_eq!(e.retry_after(), Some(Duration::MAX));
+    }
+
+    #[test]
+    fn a_success_that_is_not_a_stream() {
+        let html = headers(&[("content-type", "text/html; charset=utf-8")]);
+        let e = not_a_stream_error(
+            &html,
+            b"<html><head><title>Sign in to the Wi-Fi</title></head><body>...</body></html>",
+        );
+        assert_eq!(e.kind(), ErrorKind::InvalidResponse);
+        assert_eq!(
+            e.message(),
+            "Expected an event stream, got text/html: Sign in to the Wi-Fi"
+        );
+        let json = headers(&[("content-type", "application/json"), ("request-id", "r1")]);
+        let e = not_a_stream_error(
+            &json,
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        );
+        assert_eq!(e.kind(), ErrorKind::Overloaded);
+        assert_eq!(e.message(), "overloaded_error: Overloaded (request id: r1)");
+        let e = not_a_stream_error(&json, br#"[{"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED"}}]"#);
+        assert_eq!(e.kind(), ErrorKind::RateLimited);
+        let e = not_a_stream_error(&json, br#"{"id":"msg_1","content":[]}"#);
+        assert_eq!(e.kind(), ErrorKind::InvalidResponse);
+        assert!(
+            e.message()
+                .starts_with("Expected an event stream, got application/json: "),
+            "{}",
+            e.message()
+        );
+    }
+
+    #[test]
+    fn the_providers_whole_text_is_kept() {
+        // A validation error listing many problems: every one of them is in the error.
+        let problems: Vec<String> = (1..=7)
+            .map(|i| format!("messages.{i}.content: field required ({})", "x".repeat(120)))
+            .collect();
+        let text = problems.join("; ");
+        assert!(text.len() > 600);
+        let body = serde_json::json!({"error": {"type": "invalid_request_error", "message": text}});
+        let e = status_error(400, &HeaderMap::new(), body.to_string().as_bytes());
+        for p in &problems {
+            assert!(e.message().contains(p.as_str()), "{p} lost");
+        }
+        // Bounded against abuse: a megabyte of text is cut at MAX_TEXT bytes.
+        let huge = "é".repeat(1 << 19);
+        let body = serde_json::json!({"error": {"message": huge}});
+        let e = status_error(400, &HeaderMap::new(), body.to_string().as_bytes());
+        assert!(e.message().len() <= MAX_TEXT + 64, "{}", e.message().len());
+        assert!(e.message().contains('…'));
+        let plain = "w".repeat(3000);
+        let e = status_error(500, &HeaderMap::new(), plain.as_bytes());
+        assert!(e.message().contains(&plain));
     }
 }

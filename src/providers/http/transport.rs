@@ -8,7 +8,7 @@ use bytes::Bytes;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
-use super::status::status_error;
+use super::status::{not_a_stream_error, status_error};
 use crate::error::{Error, ErrorKind};
 use crate::model::Model;
 use crate::options::{RetryPolicy, StreamOptions};
@@ -122,6 +122,7 @@ impl HttpRequest {
             retry,
             max_delay,
             idle_timeout: options.idle_timeout_or_default(),
+            error_body_timeout: options.error_body_timeout_or_default(),
         })
     }
 }
@@ -141,6 +142,17 @@ pub(crate) struct Prepared {
     /// The longest wait before a retry, `Retry-After` included.
     pub(crate) max_delay: Duration,
     pub(crate) idle_timeout: Duration,
+    /// The deadline for reading an error body (or a success that is not a stream).
+    pub(crate) error_body_timeout: Duration,
+}
+
+/// A success response whose body is to be streamed, with the bytes already read from it to
+/// tell an event stream from a document.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    pub(crate) response: reqwest::Response,
+    /// The first bytes of the body (to be decoded before the rest).
+    pub(crate) prefix: Vec<u8>,
 }
 
 impl Prepared {
@@ -153,7 +165,7 @@ impl Prepared {
     ///
     /// Dropping the future drops the connection attempt or the wait; nothing is sent twice
     /// because of it.
-    pub(crate) async fn send(self) -> Result<reqwest::Response, Error> {
+    pub(crate) async fn send(self) -> Result<Opened, Error> {
         let mut attempt = 0u32;
         loop {
             let error = match self.attempt().await {
@@ -171,7 +183,7 @@ impl Prepared {
         }
     }
 
-    async fn attempt(&self) -> Result<reqwest::Response, Error> {
+    async fn attempt(&self) -> Result<Opened, Error> {
         let request = client()
             .post(self.url.clone())
             .headers(self.headers.clone())
@@ -184,11 +196,82 @@ impl Prepared {
         };
         let status = response.status();
         if status.is_success() {
-            return Ok(response);
+            return self.check_stream(response).await;
         }
         let headers = response.headers().clone();
-        let body = read_bounded(response, self.idle_timeout).await;
+        let body = read_bounded(
+            response,
+            Vec::new(),
+            self.idle_timeout,
+            self.error_body_timeout,
+        )
+        .await;
         Err(status_error(status.as_u16(), &headers, &body))
+    }
+
+    /// A success response is streamed unless its body is something else: a compressed body
+    /// (none is asked for, so none can be decoded), or a document (an HTML page of a proxy,
+    /// a JSON error) instead of an event stream. A body labelled `text/event-stream` is
+    /// streamed as it is; any other is recognised by its first byte (`<`, `{` or `[`, which
+    /// no event stream starts with), so a stream with a wrong label still streams.
+    async fn check_stream(&self, mut response: reqwest::Response) -> Result<Opened, Error> {
+        let headers = response.headers();
+        if let Some(encoding) = headers
+            .get(reqwest::header::CONTENT_ENCODING)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"))
+        {
+            return Err(Error::new(
+                ErrorKind::InvalidResponse,
+                format!(
+                    "The provider sent a body with content-encoding {encoding}, which was not \
+                     asked for and cannot be decoded"
+                ),
+            )
+            .with_request_id(super::status::request_id(headers)));
+        }
+        let is_stream = headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| {
+                ct.split(';')
+                    .next()
+                    .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
+            });
+        if is_stream {
+            return Ok(Opened {
+                response,
+                prefix: Vec::new(),
+            });
+        }
+        // Read up to the first byte that is not whitespace, within the idle timeout and the
+        // error-body deadline (a stall is then the driver's idle timeout, as for a stream).
+        let deadline = tokio::time::Instant::now() + self.error_body_timeout.min(self.idle_timeout);
+        let mut prefix = Vec::new();
+        let first = loop {
+            if let Some(&b) = prefix.iter().find(|b: &&u8| !b.is_ascii_whitespace()) {
+                break Some(b);
+            }
+            match tokio::time::timeout_at(deadline, response.chunk()).await {
+                Ok(Ok(Some(chunk))) => prefix.extend_from_slice(&chunk),
+                Ok(Ok(None)) => break None,
+                // A stall or a broken body: the driver reports it as it would for a stream.
+                Ok(Err(_)) | Err(_) => {
+                    return Ok(Opened { response, prefix });
+                }
+            }
+        };
+        match first {
+            Some(b'<' | b'{' | b'[') | None => {
+                let headers = response.headers().clone();
+                let body =
+                    read_bounded(response, prefix, self.idle_timeout, self.error_body_timeout)
+                        .await;
+                Err(not_a_stream_error(&headers, &body))
+            }
+            Some(_) => Ok(Opened { response, prefix }),
+        }
     }
 
     /// The wait before retry number `attempt`, or `None` to give up.
@@ -215,11 +298,21 @@ impl Prepared {
     }
 }
 
-/// The body of an error response, up to [`MAX_ERROR_BODY`] bytes.
-async fn read_bounded(mut response: reqwest::Response, idle: Duration) -> Vec<u8> {
-    let mut out = Vec::new();
+/// The body of an error response after `out` (what was read of it already), up to
+/// [`MAX_ERROR_BODY`] bytes: reading stops at the end of the body, after `idle` without a
+/// chunk, or `deadline` after the call, whichever comes first, and what arrived is kept.
+/// (A per-chunk timeout alone lets a server that drips a byte a second hold the call for as
+/// long as it likes.)
+async fn read_bounded(
+    mut response: reqwest::Response,
+    mut out: Vec<u8>,
+    idle: Duration,
+    deadline: Duration,
+) -> Vec<u8> {
+    let deadline = tokio::time::Instant::now() + deadline;
     while out.len() < MAX_ERROR_BODY {
-        match tokio::time::timeout(idle, response.chunk()).await {
+        let chunk_deadline = deadline.min(tokio::time::Instant::now() + idle);
+        match tokio::time::timeout_at(chunk_deadline, response.chunk()).await {
             Ok(Ok(Some(chunk))) => out.extend_from_slice(&chunk),
             _ => break,
         }
@@ -292,6 +385,7 @@ mod tests {
             retry: policy,
             max_delay,
             idle_timeout: Duration::from_secs(1),
+            error_body_timeout: Duration::from_secs(1),
         }
     }
 
