@@ -184,7 +184,11 @@ impl fmt::Debug for PayloadHook {
 ///     .with_reasoning(ThinkingLevel::High);
 /// assert!(!format!("{opts:?}").contains("sk-test"));
 /// ```
-#[derive(Debug, Clone, Default, Deserialize)]
+///
+/// `Debug` redacts the key, credential headers (`authorization`, `x-api-key`, cookies, any
+/// name with `key`, `token`, `secret` or `auth`, any value holding the key) and such members
+/// of `extra`.
+#[derive(Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct StreamOptions {
@@ -233,6 +237,32 @@ pub struct StreamOptions {
     /// Provider-specific options, by pi's names.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl fmt::Debug for StreamOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = self.api_key.as_ref().map(ApiKey::expose);
+        f.debug_struct("StreamOptions")
+            .field("api_key", &self.api_key)
+            .field("temperature", &self.temperature)
+            .field("max_tokens", &self.max_tokens)
+            .field("reasoning", &self.reasoning)
+            .field("thinking_budgets", &self.thinking_budgets)
+            .field("session_id", &self.session_id)
+            .field("cache_retention", &self.cache_retention)
+            .field(
+                "headers",
+                &self.headers.as_ref().map(|h| crate::redact::Headers::new(h, key)),
+            )
+            .field("metadata", &self.metadata)
+            .field("max_retry_delay_ms", &self.max_retry_delay_ms)
+            .field("cancel", &self.cancel)
+            .field("retry", &self.retry)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("on_payload", &self.on_payload)
+            .field("extra", &crate::redact::Members(&self.extra))
+            .finish()
+    }
 }
 
 /// The idle timeout used when none is set.

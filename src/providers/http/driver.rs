@@ -27,6 +27,7 @@ use crate::message::{AssistantMessage, StopReason};
 use crate::model::Model;
 use crate::options::StreamOptions;
 use crate::providers::sse::{SseDecoder, SseEvent};
+use crate::redact::Secrets;
 
 /// The wire-format half of a provider: turns the SSE events of one response into
 /// [`AssistantMessageEvent`]s. Everything else (HTTP, retries, timeouts, cancellation, the
@@ -126,6 +127,7 @@ pub(crate) fn stream_http<D: Decoder>(
         Err(error) => return AssistantMessageEventStream::failed(initial, error),
     };
     let idle = prepared.idle_timeout;
+    let secrets = prepared.secrets.clone();
     let mut driver = Driver {
         phase: Phase::Connecting(Box::pin(prepared.send())),
         decoder,
@@ -136,6 +138,7 @@ pub(crate) fn stream_http<D: Decoder>(
         cancelled: None,
         idle,
         eof: false,
+        secrets,
     };
     EventStream::from_poll_fn(PartialMessage::new(initial), move |state, cx| {
         driver.poll(state, cx)
@@ -166,6 +169,8 @@ struct Driver<D> {
     cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     idle: Duration,
     eof: bool,
+    /// The request's key and credential headers, scrubbed from the final error.
+    secrets: Secrets,
 }
 
 impl<D: Decoder> Driver<D> {
@@ -320,7 +325,7 @@ impl<D: Decoder> Driver<D> {
                 message: Box::new(message),
             },
             Err(error) => {
-                message.set_error(error);
+                message.set_error(error.scrubbed(&self.secrets));
                 AssistantMessageEvent::Error {
                     reason: if message.stop_reason == StopReason::Aborted {
                         StopReason::Aborted
