@@ -172,7 +172,10 @@ pub(crate) fn is_vendor_endpoint(base_url: &str, host_matches: impl Fn(&str) -> 
     }
     reqwest::Url::parse(base_url)
         .ok()
-        .and_then(|url| url.host_str().map(|h| host_matches(&h.to_ascii_lowercase())))
+        .and_then(|url| {
+            url.host_str()
+                .map(|h| host_matches(&h.to_ascii_lowercase()))
+        })
         .unwrap_or(false)
 }
 
@@ -205,9 +208,16 @@ mod tests {
     fn only_keyless_models_go_without_a_key() {
         let model = Model::new("m", "openai-completions", "pi-test-keyless-xyz", "");
         let err = request_key(&model, &StreamOptions::new()).unwrap_err();
-        assert_eq!(err.message(), "No API key for provider: pi-test-keyless-xyz");
+        assert_eq!(
+            err.message(),
+            "No API key for provider: pi-test-keyless-xyz"
+        );
         let keyless = model.with_keyless(true);
-        assert!(request_key(&keyless, &StreamOptions::new()).unwrap().is_none());
+        assert!(
+            request_key(&keyless, &StreamOptions::new())
+                .unwrap()
+                .is_none()
+        );
         let given = request_key(&keyless, &StreamOptions::new().with_api_key("k")).unwrap();
         assert_eq!(given.unwrap().expose(), "k");
     }

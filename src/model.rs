@@ -169,7 +169,10 @@ impl fmt::Debug for Model {
             .field("max_tokens", &self.max_tokens)
             .field(
                 "headers",
-                &self.headers.as_ref().map(|h| crate::redact::Headers::new(h, None)),
+                &self
+                    .headers
+                    .as_ref()
+                    .map(|h| crate::redact::Headers::new(h, None)),
             )
             .field("keyless", &self.keyless)
             .field("compat", &self.compat)

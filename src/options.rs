@@ -252,7 +252,10 @@ impl fmt::Debug for StreamOptions {
             .field("cache_retention", &self.cache_retention)
             .field(
                 "headers",
-                &self.headers.as_ref().map(|h| crate::redact::Headers::new(h, key)),
+                &self
+                    .headers
+                    .as_ref()
+                    .map(|h| crate::redact::Headers::new(h, key)),
             )
             .field("metadata", &self.metadata)
             .field("max_retry_delay_ms", &self.max_retry_delay_ms)

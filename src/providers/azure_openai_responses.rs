@@ -254,8 +254,8 @@ fn build_request(
     url.set_query(None);
     url.query_pairs_mut()
         .append_pair("api-version", &config.api_version);
-    let request =
-        HttpRequest::post_json(url.as_str(), Value::Object(body)).header("accept", "application/json");
+    let request = HttpRequest::post_json(url.as_str(), Value::Object(body))
+        .header("accept", "application/json");
     Ok(match key {
         Some(key) => request.header("api-key", key.expose()),
         // A keyless model: no credentials.

@@ -128,7 +128,10 @@ impl std::fmt::Debug for VertexOptions {
         f.debug_struct("VertexOptions")
             .field("project", &self.project)
             .field("location", &self.location)
-            .field("access_token", &self.access_token.as_ref().map(|_| "<redacted>"))
+            .field(
+                "access_token",
+                &self.access_token.as_ref().map(|_| "<redacted>"),
+            )
             .finish()
     }
 }

@@ -217,7 +217,10 @@ impl std::fmt::Debug for Prepared {
             .collect();
         f.debug_struct("Prepared")
             .field("url", &self.url.as_str())
-            .field("headers", &redact::Headers::new(headers.iter().copied(), None))
+            .field(
+                "headers",
+                &redact::Headers::new(headers.iter().copied(), None),
+            )
             .field("body_len", &self.body.len())
             .field("retry", &self.retry)
             .field("max_delay", &self.max_delay)
