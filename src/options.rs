@@ -385,6 +385,56 @@ impl StreamOptions {
 mod tests {
     use super::*;
 
+    /// With `authHeader` the key travels in a header: `Debug` of the options, of the model
+    /// and of what the faux provider records (what a stream function receives) hides it.
+    #[tokio::test]
+    async fn debug_redacts_credential_headers() {
+        use crate::ApiProvider;
+        use crate::models::ModelRegistry;
+        use crate::providers::faux::FauxProvider;
+        let key = "gw-0f3a9c5e7d1b";
+        let registry = ModelRegistry::from_models_json(&format!(
+            r#"{{"providers": {{"gw": {{"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+                "apiKey": "{key}", "authHeader": true, "headers": {{"x-echo": "{key}"}},
+                "models": [{{"id": "m"}}]}}}}}}"#
+        ))
+        .unwrap();
+        let model = registry.find("gw", "m").unwrap().clone();
+        let options = registry
+            .request_auth(&model)
+            .await
+            .unwrap()
+            .apply(StreamOptions::new())
+            .with_header("Cookie", "session=abc")
+            .with_header("x-visible", "shown")
+            .with_extra("accessToken", "ya29.token-value-1".into());
+        let shown = format!("{options:?}");
+        assert!(!shown.contains(key), "{shown}");
+        assert!(!shown.contains("session=abc"), "{shown}");
+        assert!(!shown.contains("token-value"), "{shown}");
+        assert!(shown.contains(r#""x-visible": "shown""#), "{shown}");
+        assert!(shown.contains(r#""Authorization": <redacted>"#), "{shown}");
+
+        let model = model
+            .with_header("x-api-key", "sk-model-header-0123")
+            .with_header("anthropic-version", "2023-06-01");
+        let shown = format!("{model:?}");
+        assert!(!shown.contains("model-header"), "{shown}");
+        assert!(shown.contains("2023-06-01"), "{shown}");
+
+        let faux = FauxProvider::new();
+        faux.push(crate::providers::faux::FauxResponse::text("ok"));
+        let _ = faux
+            .stream(&model, &crate::Context::new(), &options)
+            .result()
+            .await;
+        let shown = format!("{:?}", faux.requests());
+        assert!(
+            !shown.contains(key) && !shown.contains("model-header"),
+            "{shown}"
+        );
+    }
+
     #[test]
     fn deserializes_pi_options() {
         let o: StreamOptions = serde_json::from_value(serde_json::json!({

@@ -278,6 +278,64 @@ mod tests {
         assert_eq!(secrets.as_slice().len(), 2);
     }
 
+    /// Scrubbing keeps what pi's patterns read: each text classifies the same before and
+    /// after (the crate's kinds, pi's overflow patterns, pi's auto-retry rule).
+    #[test]
+    fn scrubbed_texts_classify_as_before() {
+        use crate::error::{Error, is_overflow_message};
+        use crate::message::AssistantMessage;
+        let key = "sk-proj-Zq81xk3LmN0pQ7rS2tU";
+        let cases = [
+            format!("401 invalid_request_error: Incorrect API key provided: {key}. You can find your API key at https://platform.openai.com/account/api-keys."),
+            format!("429 rate_limit_error: Rate limit reached for key {key} on tokens per min (TPM): Limit 30000"),
+            format!("529 overloaded_error: Overloaded (key sk-ant-api03-x9Y8z7W6)"),
+            format!("400 invalid_request_error: prompt is too long: 213462 tokens > 200000 maximum (Authorization: Bearer {key})"),
+            "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Key: AIzaSyA1b2C3d4E5f6G7h8I9".to_owned(),
+            "500 Internal server error for Bearer abc123def456ghi".to_owned(),
+            "503 Service Unavailable: upstream connect error (AKIAIOSFODNN7EXAMPLE)".to_owned(),
+            format!("Connection error: fetch failed ({key})"),
+        ];
+        let failed =
+            |text: &str| AssistantMessage::new("a", "p", "m").with_error(Error::from_message(text));
+        for text in &cases {
+            let scrubbed = scrub(text, &[key]);
+            assert!(!scrubbed.contains("Zq81xk3"), "{scrubbed}");
+            assert_ne!(scrubbed, *text);
+            assert_eq!(
+                Error::from_message(text.as_str()).kind(),
+                Error::from_message(scrubbed.as_ref()).kind(),
+                "{text}"
+            );
+            assert_eq!(
+                is_overflow_message(text),
+                is_overflow_message(&scrubbed),
+                "{text}"
+            );
+            for window in [0, 200_000] {
+                assert_eq!(
+                    crate::agent_session::retry::is_retryable(&failed(text), window),
+                    crate::agent_session::retry::is_retryable(&failed(&scrubbed), window),
+                    "{text}"
+                );
+                assert_eq!(
+                    crate::agent_session::retry::is_context_overflow(&failed(text), window),
+                    crate::agent_session::retry::is_context_overflow(&failed(&scrubbed), window),
+                    "{text}"
+                );
+            }
+        }
+        // The texts do exercise the patterns.
+        assert!(is_overflow_message(&scrub(&cases[3], &[key])));
+        assert!(crate::agent_session::retry::is_retryable(
+            &failed(&scrub(&cases[1], &[key])),
+            0
+        ));
+        assert!(!crate::agent_session::retry::is_retryable(
+            &failed(&scrub(&cases[0], &[key])),
+            0
+        ));
+    }
+
     #[test]
     fn sensitive_headers() {
         for name in [

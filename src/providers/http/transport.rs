@@ -210,21 +210,34 @@ pub(crate) struct Prepared {
 
 impl std::fmt::Debug for Prepared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let headers: Vec<(&str, &str)> = self
-            .headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.to_str().unwrap_or("<binary>")))
-            .collect();
+        /// The headers, values marked sensitive in `prepare` (credentials, any value holding
+        /// the key) or secret by name redacted.
+        struct Shown<'a>(&'a HeaderMap);
+        impl std::fmt::Debug for Shown<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut map = f.debug_map();
+                for (name, value) in self.0 {
+                    match value.to_str() {
+                        Ok(text)
+                            if !value.is_sensitive()
+                                && !redact::is_secret_header(name.as_str(), text, None) =>
+                        {
+                            map.entry(&name.as_str(), &text)
+                        }
+                        _ => map.entry(&name.as_str(), &format_args!("<redacted>")),
+                    };
+                }
+                map.finish()
+            }
+        }
         f.debug_struct("Prepared")
             .field("url", &self.url.as_str())
-            .field(
-                "headers",
-                &redact::Headers::new(headers.iter().copied(), None),
-            )
+            .field("headers", &Shown(&self.headers))
             .field("body_len", &self.body.len())
             .field("retry", &self.retry)
             .field("max_delay", &self.max_delay)
             .field("idle_timeout", &self.idle_timeout)
+            .field("secrets", &self.secrets)
             .finish()
     }
 }
@@ -422,6 +435,28 @@ mod tests {
             .unwrap_err();
         assert!(!bad.message().contains("secret"));
         assert_eq!(bad.kind(), ErrorKind::Config);
+    }
+
+    #[test]
+    fn debug_hides_credentials() {
+        let model =
+            Model::new("m", "x", "p", "http://127.0.0.1:9/").with_header("x-echo", "k-0123456789");
+        let options = StreamOptions::new()
+            .with_api_key("k-0123456789")
+            .with_header("x-visible", "shown");
+        let request = HttpRequest::post_json("http://127.0.0.1:9/v1", serde_json::json!({}))
+            .header("x-api-key", "k-0123456789")
+            .header("authorization", "Bearer k-0123456789");
+        assert!(!format!("{request:?}").contains("0123456789"));
+        let p = request.prepare(&model, &options).unwrap();
+        let shown = format!("{p:?}");
+        assert!(!shown.contains("0123456789"), "{shown}");
+        assert!(shown.contains(r#""x-visible": "shown""#), "{shown}");
+        assert!(p.headers["x-echo"].is_sensitive());
+        assert_eq!(
+            p.secrets.scrub("bad key k-0123456789"),
+            "bad key …[redacted]"
+        );
     }
 
     #[test]
