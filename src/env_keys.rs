@@ -3,6 +3,10 @@
 //! An explicit key in [`StreamOptions`](crate::StreamOptions) always wins; otherwise a provider
 //! reads the first set variable of [`env_var_names`]. A missing key is not an error here:
 //! [`resolve_api_key`] returns one, which the provider reports as the stream's `error` event.
+//!
+//! A variable's key is only sent to the provider it is named for: a model of any other
+//! provider without a key of its own gets `No API key for provider: <name>`, unless it is
+//! [keyless](crate::Model::keyless) (a local server), which sends no credentials.
 
 use std::path::{Path, PathBuf};
 
@@ -133,6 +137,7 @@ pub fn resolve_api_key(model: &Model, options: &StreamOptions) -> Result<ApiKey,
 /// model without one (no credentials are sent). Any other model without a key is pi's error,
 /// `No API key for provider: <provider>`: a key from the environment is only ever sent to the
 /// provider it is named for.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) fn request_key(model: &Model, options: &StreamOptions) -> Result<Option<ApiKey>, Error> {
     match resolve_api_key(model, options) {
         Ok(key) => Ok(Some(key)),

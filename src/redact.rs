@@ -288,7 +288,7 @@ mod tests {
         let cases = [
             format!("401 invalid_request_error: Incorrect API key provided: {key}. You can find your API key at https://platform.openai.com/account/api-keys."),
             format!("429 rate_limit_error: Rate limit reached for key {key} on tokens per min (TPM): Limit 30000"),
-            format!("529 overloaded_error: Overloaded (key sk-ant-api03-x9Y8z7W6)"),
+            "529 overloaded_error: Overloaded (key sk-ant-api03-x9Y8z7W6)".to_owned(),
             format!("400 invalid_request_error: prompt is too long: 213462 tokens > 200000 maximum (Authorization: Bearer {key})"),
             "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Key: AIzaSyA1b2C3d4E5f6G7h8I9".to_owned(),
             "500 Internal server error for Bearer abc123def456ghi".to_owned(),

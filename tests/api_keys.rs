@@ -225,6 +225,23 @@ async fn env_keys_child() {
             server.requests()
         );
     }
+    // An Agent without a stream function goes through stream_simple: refused the same way.
+    let server = MockServer::start(vec![]).await;
+    let model = Model::new(
+        "m",
+        "openai-completions",
+        "my-gateway",
+        format!("{}/v1", server.url()),
+    );
+    let agent = pi_engine::agent::Agent::new(model);
+    agent.prompt("hi").await.unwrap();
+    let last = agent.state().messages.last().cloned().unwrap();
+    let reply = last.as_assistant().expect("the failed reply");
+    assert_eq!(
+        reply.error_message.as_deref(),
+        Some("No API key for provider: my-gateway")
+    );
+    assert!(server.requests().is_empty());
     // The provider the variable is named for still gets it.
     let server = MockServer::start(vec![Reply::sse(&[COMPLETION])]).await;
     let model = Model::new(
