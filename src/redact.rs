@@ -151,13 +151,18 @@ fn strip_scheme(value: &str) -> &str {
 
 /// `text` without `secrets` (each replaced by [`REDACTED`] after the known prefix it starts
 /// with, if any) and without tokens of the known key formats.
+///
+/// A secret is also found cut short (a text clipped in the middle of it): any run of at least
+/// [`MIN_PARTIAL`] of its first characters.
 pub(crate) fn scrub<'t, S: AsRef<str>>(text: &'t str, secrets: &[S]) -> Cow<'t, str> {
     let mut out = Cow::Borrowed(text);
     for secret in secrets {
         let secret = secret.as_ref();
-        if secret.len() >= MIN_LITERAL && out.contains(secret) {
-            let replacement = format!("{}{REDACTED}", known_prefix(secret));
-            out = Cow::Owned(out.replace(secret, &replacement));
+        if secret.len() < MIN_LITERAL {
+            continue;
+        }
+        if let Some(scrubbed) = remove_literal(&out, secret) {
+            out = Cow::Owned(scrubbed);
         }
     }
     match token_pattern().replace_all(&out, replace_token) {
@@ -165,6 +170,46 @@ pub(crate) fn scrub<'t, S: AsRef<str>>(text: &'t str, secrets: &[S]) -> Cow<'t, 
         Cow::Owned(s) if s != *out => Cow::Owned(s),
         _ => out,
     }
+}
+
+/// Shortest start of a secret that is removed when the secret is cut short.
+const MIN_PARTIAL: usize = 12;
+
+/// `text` with every occurrence of `secret`, or of a start of it of at least [`MIN_PARTIAL`]
+/// bytes (all of it when shorter), replaced; `None` when there is none.
+fn remove_literal(text: &str, secret: &str) -> Option<String> {
+    let head_len = floor_char_boundary(secret, MIN_PARTIAL.min(secret.len()));
+    let head = &secret[..head_len];
+    if !text.contains(head) {
+        return None;
+    }
+    let replacement = format!("{}{REDACTED}", known_prefix(secret));
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(head) {
+        out.push_str(&rest[..at]);
+        let candidate = &rest[at..];
+        // How much of the secret follows, at a character boundary.
+        let mut len = candidate
+            .bytes()
+            .zip(secret.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        while !candidate.is_char_boundary(len) {
+            len -= 1;
+        }
+        out.push_str(&replacement);
+        rest = &candidate[len..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 /// The non-secret prefix of a key of a known format (`sk-ant-`, `sk-`, `AIza`, …), or `""`.
@@ -272,6 +317,11 @@ mod tests {
         assert_eq!(
             secrets.scrub("token custom-token-77aa88bb rejected"),
             "token …[redacted] rejected"
+        );
+        // Cut short by a clipped text.
+        assert_eq!(
+            scrub("data={\"k\":\"my-gateway-key-0f…", &[key]),
+            "data={\"k\":\"…[redacted]…"
         );
         // Short values are not secrets worth garbling text for.
         secrets.add("x");

@@ -201,19 +201,22 @@ enum Failure {
     Cut,
     /// Garbage with the key instead of events.
     InvalidJson,
+    /// Garbage whose quoted excerpt ends in the middle of the key.
+    InvalidJsonClipped,
     /// A redirect to another origin.
     Redirect,
     /// Nothing listens.
     Refused,
 }
 
-const FAILURES: [Failure; 8] = [
+const FAILURES: [Failure; 9] = [
     Failure::Unauthorized,
     Failure::RateLimited,
     Failure::ServerError,
     Failure::StreamError,
     Failure::Cut,
     Failure::InvalidJson,
+    Failure::InvalidJsonClipped,
     Failure::Redirect,
     Failure::Refused,
 ];
@@ -247,6 +250,11 @@ async fn servers(format: Format, failure: Failure, key: &str) -> Servers {
         Failure::StreamError => vec![Reply::sse(&[format.first_event(), format.error_event(key)])],
         Failure::Cut => vec![Reply::sse_open(&[format.first_event()]).then(Step::Close)],
         Failure::InvalidJson => vec![Reply::sse(&[format!("data: {{{key} is not JSON\n\n")])],
+        Failure::InvalidJsonClipped => {
+            // Error texts quote the start of a bad event (300 characters).
+            let pad = "a".repeat(300 - 1 - 30);
+            vec![Reply::sse(&[format!("data: {{{pad}{key} is not JSON\n\n")])]
+        }
         Failure::Redirect => {
             let to = format!("{}/stolen?key={key}", other.url());
             vec![Reply::status(307, &[("location", &to)], "")]
