@@ -458,8 +458,8 @@ async fn audit(sources: &[Source]) {
     for format in FORMATS {
         for source in sources {
             let keys = match source {
-                // The variable holds the format's own key.
-                Source::Env => vec![format.keys()[0].clone()],
+                // What the variable holds (OPENAI_API_KEY serves two formats).
+                Source::Env => vec![std::env::var(format.env_provider().1).unwrap()],
                 _ => format.keys().to_vec(),
             };
             for key in &keys {
