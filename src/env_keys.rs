@@ -3,6 +3,10 @@
 //! An explicit key in [`StreamOptions`](crate::StreamOptions) always wins; otherwise a provider
 //! reads the first set variable of [`env_var_names`]. A missing key is not an error here:
 //! [`resolve_api_key`] returns one, which the provider reports as the stream's `error` event.
+//!
+//! A variable's key is only sent to the provider it is named for: a model of any other
+//! provider without a key of its own gets `No API key for provider: <name>`, unless it is
+//! [keyless](crate::Model::keyless) (a local server), which sends no credentials.
 
 use std::path::{Path, PathBuf};
 
@@ -128,6 +132,58 @@ pub fn resolve_api_key(model: &Model, options: &StreamOptions) -> Result<ApiKey,
     })
 }
 
+/// The key a call to `model` sends: `options.api_key`, else the environment variable named
+/// for the model's provider ([`resolve_api_key`]); `None` for a [keyless](Model::keyless)
+/// model without one (no credentials are sent). Any other model without a key is pi's error,
+/// `No API key for provider: <provider>`: a key from the environment is only ever sent to the
+/// provider it is named for.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+pub(crate) fn request_key(model: &Model, options: &StreamOptions) -> Result<Option<ApiKey>, Error> {
+    match resolve_api_key(model, options) {
+        Ok(key) => Ok(Some(key)),
+        Err(_) if model.keyless => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// The `stream_simple` of a built-in provider whose raw `stream` has a wider key fallback
+/// (the OpenAI SDK's `OPENAI_API_KEY`): a call without a key of its own (options, the
+/// provider's variable, or a keyless model) is refused with pi's `No API key for provider`
+/// error event, as pi's `streamSimple` refuses it; otherwise `stream` with
+/// [`to_provider_options`](crate::to_provider_options).
+#[cfg(feature = "openai")]
+pub(crate) fn stream_simple_with_own_key(
+    provider: &dyn crate::ApiProvider,
+    model: &Model,
+    context: &crate::Context,
+    options: &StreamOptions,
+) -> crate::AssistantMessageEventStream {
+    match request_key(model, options) {
+        Ok(_) => provider.stream(model, context, &crate::to_provider_options(model, options)),
+        Err(error) => crate::AssistantMessageEventStream::failed(
+            crate::AssistantMessage::new(&model.api, &model.provider, &model.id),
+            error,
+        ),
+    }
+}
+
+/// True when `base_url` is served by `host` (an empty URL is the provider's default, which is
+/// `host`): where the raw `stream` may send a vendor SDK's fallback key.
+#[cfg(feature = "openai")]
+pub(crate) fn is_vendor_endpoint(base_url: &str, host_matches: impl Fn(&str) -> bool) -> bool {
+    let base_url = base_url.trim();
+    if base_url.is_empty() {
+        return true;
+    }
+    reqwest::Url::parse(base_url)
+        .ok()
+        .and_then(|url| {
+            url.host_str()
+                .map(|h| host_matches(&h.to_ascii_lowercase()))
+        })
+        .unwrap_or(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +207,24 @@ mod tests {
                 .find(|(k, _)| *k == name)
                 .map(|(_, v)| (*v).to_owned())
         }
+    }
+
+    #[test]
+    fn only_keyless_models_go_without_a_key() {
+        let model = Model::new("m", "openai-completions", "pi-test-keyless-xyz", "");
+        let err = request_key(&model, &StreamOptions::new()).unwrap_err();
+        assert_eq!(
+            err.message(),
+            "No API key for provider: pi-test-keyless-xyz"
+        );
+        let keyless = model.with_keyless(true);
+        assert!(
+            request_key(&keyless, &StreamOptions::new())
+                .unwrap()
+                .is_none()
+        );
+        let given = request_key(&keyless, &StreamOptions::new().with_api_key("k")).unwrap();
+        assert_eq!(given.unwrap().expose(), "k");
     }
 
     #[test]

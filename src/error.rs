@@ -132,6 +132,17 @@ impl Error {
         self
     }
 
+    /// The error with `secrets` and tokens of the known key formats removed from its
+    /// message ([`redact::scrub`](crate::redact::scrub)).
+    #[must_use]
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn scrubbed(mut self, secrets: &crate::redact::Secrets) -> Self {
+        if let std::borrow::Cow::Owned(message) = secrets.scrub(&self.inner.message) {
+            self.inner_mut().message = message;
+        }
+        self
+    }
+
     /// Sets the provider's request id.
     #[must_use]
     pub fn with_request_id(mut self, id: Option<String>) -> Self {

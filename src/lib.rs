@@ -79,6 +79,7 @@ mod model;
 pub mod models;
 mod options;
 pub mod providers;
+mod redact;
 pub mod session;
 mod thinking;
 mod tool_args;

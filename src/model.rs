@@ -5,6 +5,7 @@
 //! conformance request files).
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -97,7 +98,9 @@ impl ModelCost {
 /// assert_eq!(model.provider, "ollama");
 /// assert!(!model.supports_images());
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// `Debug` redacts credential headers (see [`StreamOptions`](crate::StreamOptions)).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Model {
@@ -131,6 +134,15 @@ pub struct Model {
     /// Headers sent with every request to this model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers: Option<BTreeMap<String, String>>,
+    /// True when the endpoint takes no API key (a local server): a call without a key sends
+    /// no credentials instead of failing with `No API key for provider: <provider>`. Without
+    /// it, a model whose provider has no key of its own always gets that error: a key from
+    /// the environment is only sent to the provider it is named for
+    /// ([`env_var_names`](crate::env_var_names)). Set with [`with_keyless`](Self::with_keyless);
+    /// a `models.json` provider without `apiKey` whose `baseUrl` is on loopback (127.0.0.0/8,
+    /// `::1`, `localhost`) gets it. Not one of pi's fields: read from JSON, never written.
+    #[serde(default, skip_serializing)]
+    pub keyless: bool,
     /// Per-api compatibility settings (pi's `compat` object), read by the provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compat: Option<Value>,
@@ -140,6 +152,34 @@ pub struct Model {
     /// Fields this crate does not model.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl fmt::Debug for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Model")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("api", &self.api)
+            .field("provider", &self.provider)
+            .field("base_url", &self.base_url)
+            .field("reasoning", &self.reasoning)
+            .field("input", &self.input)
+            .field("cost", &self.cost)
+            .field("context_window", &self.context_window)
+            .field("max_tokens", &self.max_tokens)
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .as_ref()
+                    .map(|h| crate::redact::Headers::new(h, None)),
+            )
+            .field("keyless", &self.keyless)
+            .field("compat", &self.compat)
+            .field("thinking_level_map", &self.thinking_level_map)
+            .field("extra", &crate::redact::Members(&self.extra))
+            .finish()
+    }
 }
 
 fn default_input() -> Vec<InputModality> {
@@ -168,6 +208,7 @@ impl Model {
             context_window: 128_000,
             max_tokens: 16_384,
             headers: None,
+            keyless: false,
             compat: None,
             thinking_level_map: None,
             extra: Extra::new(),
@@ -222,6 +263,21 @@ impl Model {
         self.headers
             .get_or_insert_with(BTreeMap::new)
             .insert(name.into(), value.into());
+        self
+    }
+
+    /// Marks the endpoint as taking no API key (see [`keyless`](Self::keyless)).
+    ///
+    /// ```
+    /// use pi_engine::Model;
+    ///
+    /// let local = Model::new("qwen", "openai-completions", "llama-cpp", "http://127.0.0.1:8080/v1")
+    ///     .with_keyless(true);
+    /// assert!(local.keyless);
+    /// ```
+    #[must_use]
+    pub fn with_keyless(mut self, keyless: bool) -> Self {
+        self.keyless = keyless;
         self
     }
 

@@ -184,7 +184,11 @@ impl fmt::Debug for PayloadHook {
 ///     .with_reasoning(ThinkingLevel::High);
 /// assert!(!format!("{opts:?}").contains("sk-test"));
 /// ```
-#[derive(Debug, Clone, Default, Deserialize)]
+///
+/// `Debug` redacts the key, credential headers (`authorization`, `x-api-key`, cookies, any
+/// name with `key`, `token`, `secret` or `auth`, any value holding the key) and such members
+/// of `extra`.
+#[derive(Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct StreamOptions {
@@ -239,6 +243,35 @@ pub struct StreamOptions {
     /// Provider-specific options, by pi's names.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+impl fmt::Debug for StreamOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = self.api_key.as_ref().map(ApiKey::expose);
+        f.debug_struct("StreamOptions")
+            .field("api_key", &self.api_key)
+            .field("temperature", &self.temperature)
+            .field("max_tokens", &self.max_tokens)
+            .field("reasoning", &self.reasoning)
+            .field("thinking_budgets", &self.thinking_budgets)
+            .field("session_id", &self.session_id)
+            .field("cache_retention", &self.cache_retention)
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .as_ref()
+                    .map(|h| crate::redact::Headers::new(h, key)),
+            )
+            .field("metadata", &self.metadata)
+            .field("max_retry_delay_ms", &self.max_retry_delay_ms)
+            .field("cancel", &self.cancel)
+            .field("retry", &self.retry)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("on_payload", &self.on_payload)
+            .field("extra", &crate::redact::Members(&self.extra))
+            .finish()
+    }
 }
 
 /// The idle timeout used when none is set.
@@ -384,6 +417,56 @@ impl StreamOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// With `authHeader` the key travels in a header: `Debug` of the options, of the model
+    /// and of what the faux provider records (what a stream function receives) hides it.
+    #[tokio::test]
+    async fn debug_redacts_credential_headers() {
+        use crate::ApiProvider;
+        use crate::models::ModelRegistry;
+        use crate::providers::faux::FauxProvider;
+        let key = "gw-0f3a9c5e7d1b";
+        let registry = ModelRegistry::from_models_json(&format!(
+            r#"{{"providers": {{"gw": {{"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions",
+                "apiKey": "{key}", "authHeader": true, "headers": {{"x-echo": "{key}"}},
+                "models": [{{"id": "m"}}]}}}}}}"#
+        ))
+        .unwrap();
+        let model = registry.find("gw", "m").unwrap().clone();
+        let options = registry
+            .request_auth(&model)
+            .await
+            .unwrap()
+            .apply(StreamOptions::new())
+            .with_header("Cookie", "session=abc")
+            .with_header("x-visible", "shown")
+            .with_extra("accessToken", "ya29.token-value-1".into());
+        let shown = format!("{options:?}");
+        assert!(!shown.contains(key), "{shown}");
+        assert!(!shown.contains("session=abc"), "{shown}");
+        assert!(!shown.contains("token-value"), "{shown}");
+        assert!(shown.contains(r#""x-visible": "shown""#), "{shown}");
+        assert!(shown.contains(r#""Authorization": <redacted>"#), "{shown}");
+
+        let model = model
+            .with_header("x-api-key", "sk-model-header-0123")
+            .with_header("anthropic-version", "2023-06-01");
+        let shown = format!("{model:?}");
+        assert!(!shown.contains("model-header"), "{shown}");
+        assert!(shown.contains("2023-06-01"), "{shown}");
+
+        let faux = FauxProvider::new();
+        faux.push(crate::providers::faux::FauxResponse::text("ok"));
+        let _ = faux
+            .stream(&model, &crate::Context::new(), &options)
+            .result()
+            .await;
+        let shown = format!("{:?}", faux.requests());
+        assert!(
+            !shown.contains(key) && !shown.contains("model-header"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn deserializes_pi_options() {

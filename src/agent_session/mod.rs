@@ -90,7 +90,7 @@ mod compaction;
 mod error;
 mod event;
 mod models;
-mod retry;
+pub(crate) mod retry;
 mod session;
 mod settings;
 mod stats;

@@ -56,6 +56,7 @@ impl Entry {
             cost: ModelCost::new(input, output, cache_read, cache_write),
             context_window: self.context_window,
             max_tokens: self.max_tokens,
+            keyless: false,
             headers: self.headers.map(|headers| {
                 headers
                     .iter()

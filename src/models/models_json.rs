@@ -384,6 +384,25 @@ fn parse_provider(path: &str, mut value: Value) -> Result<ProviderConfig, Models
     Ok(provider)
 }
 
+/// True when `url`'s host is on loopback: `localhost` (or a name under it), 127.0.0.0/8 or
+/// `::1`.
+pub(crate) fn is_loopback_url(url: &str) -> bool {
+    let rest = url.trim().split_once("://").map_or(url.trim(), |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host_port.split(':').next().unwrap_or("")
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// pi's `validateConfig`, with its messages.
 fn validate(
     config: &ModelsConfig,
@@ -408,7 +427,9 @@ fn validate(
                     r#"Provider {name}: "baseUrl" is required when defining custom models."#
                 ));
             }
-            if provider.api_key.is_none() {
+            // A local server needs no key (pi requires one; its models become keyless).
+            let local = provider.base_url.as_deref().is_some_and(is_loopback_url);
+            if provider.api_key.is_none() && !local {
                 return invalid(format!(
                     r#"Provider {name}: "apiKey" is required when defining custom models."#
                 ));

@@ -270,9 +270,10 @@ impl ModelRegistry {
 
     /// True when requests to `model` have a key: set with
     /// [`set_api_key`](Self::set_api_key), in the credential source, or an `apiKey` in
-    /// `models.json` (not run or looked up here).
+    /// `models.json` (not run or looked up here); or need none ([`Model::keyless`]).
     pub fn has_auth(&self, model: &Model) -> bool {
-        self.runtime_keys.contains_key(&model.provider)
+        model.keyless
+            || self.runtime_keys.contains_key(&model.provider)
             || self.credentials.has_auth(&model.provider)
             || self
                 .requests
@@ -396,6 +397,11 @@ impl ModelRegistry {
                     def.compat.as_ref(),
                 );
                 self.store_model_headers(name, &def.id, def.headers.as_ref());
+                // A custom provider's local server that takes no key (pi requires an
+                // `apiKey`; a built-in provider's key comes from its credentials).
+                let keyless = provider.api_key.is_none()
+                    && !catalog::is_builtin_provider(name)
+                    && models_json::is_loopback_url(&base_url);
                 let model = Model {
                     id: def.id.clone(),
                     name: def.name.clone().unwrap_or_else(|| def.id.clone()),
@@ -415,6 +421,7 @@ impl ModelRegistry {
                     max_tokens: def.max_tokens.map_or(16_384, to_u64),
                     // Resolved per request (values may name variables or commands).
                     headers: None,
+                    keyless,
                     compat,
                     thinking_level_map: def.thinking_level_map.clone(),
                     extra: Extra::new(),

@@ -230,11 +230,12 @@ fn build_request(
     context: &Context,
     options: &StreamOptions,
 ) -> Result<(HttpRequest, bool), Error> {
-    let key = crate::resolve_api_key(model, options)?;
+    // `None`: a keyless model (a local server), sent without credentials.
+    let key = crate::env_keys::request_key(model, options)?;
     let opts = AnthropicOptions::from_extra(&options.extra)?;
     let copilot = model.provider == "github-copilot";
     let cloudflare = model.provider == "cloudflare-ai-gateway";
-    let oauth = !copilot && !cloudflare && is_oauth_token(key.expose());
+    let oauth = !copilot && !cloudflare && key.as_ref().is_some_and(|k| is_oauth_token(k.expose()));
     let body = build_body(model, context, options, &opts, oauth);
 
     let mut betas: Vec<&str> = Vec::new();
@@ -259,12 +260,15 @@ fn build_request(
         .header("accept", "application/json")
         .header("anthropic-version", ANTHROPIC_VERSION)
         .header("anthropic-dangerous-direct-browser-access", "true");
-    if cloudflare {
-        request = request.header("cf-aig-authorization", format!("Bearer {}", key.expose()));
-    } else if copilot || oauth {
-        request = request.header("authorization", format!("Bearer {}", key.expose()));
-    } else {
-        request = request.header("x-api-key", key.expose());
+    match &key {
+        None => {}
+        Some(key) if cloudflare => {
+            request = request.header("cf-aig-authorization", format!("Bearer {}", key.expose()));
+        }
+        Some(key) if copilot || oauth => {
+            request = request.header("authorization", format!("Bearer {}", key.expose()));
+        }
+        Some(key) => request = request.header("x-api-key", key.expose()),
     }
     if oauth {
         let mut all = vec!["claude-code-20250219", "oauth-2025-04-20"];

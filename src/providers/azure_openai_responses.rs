@@ -90,6 +90,18 @@ impl ApiProvider for AzureOpenAIResponsesProvider {
             decoder,
         )
     }
+
+    /// Refuses a call without a key of its own with pi's `No API key for provider: <name>`
+    /// (the raw [`stream`](Self::stream) may fall back to the SDK's variable for the
+    /// vendor's own endpoint), then streams with the reasoning level mapped.
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        crate::env_keys::stream_simple_with_own_key(self, model, context, options)
+    }
 }
 
 /// Where a call goes: the normalized base URL and the API version.
@@ -177,16 +189,23 @@ fn normalize_base_url(base_url: &str) -> Result<String, Error> {
     Ok(url.as_str().trim_end_matches('/').to_owned())
 }
 
-/// The key: the options', the provider's environment variable, else `AZURE_OPENAI_API_KEY`.
+/// The key: the options', the provider's environment variable, none for a keyless model,
+/// else `AZURE_OPENAI_API_KEY` but only for an Azure endpoint `base_url` (pi's `stream`
+/// sends it to any server: a listed deviation). [`stream_simple`](crate::stream_simple)
+/// never falls back.
 fn api_key(
     model: &Model,
     options: &StreamOptions,
+    base_url: &str,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<ApiKey, Error> {
-    crate::resolve_api_key(model, options).or_else(|error| {
+) -> Result<Option<ApiKey>, Error> {
+    crate::env_keys::request_key(model, options).or_else(|error| {
+        let azure = crate::env_keys::is_vendor_endpoint(base_url, |host| {
+            host.ends_with(".openai.azure.com") || host.ends_with(".cognitiveservices.azure.com")
+        }) && !base_url.trim().is_empty();
         env("AZURE_OPENAI_API_KEY")
-            .filter(|k| !k.is_empty())
-            .map(ApiKey::new)
+            .filter(|k| !k.is_empty() && azure)
+            .map(|k| Some(ApiKey::new(k)))
             .ok_or(error)
     })
 }
@@ -197,8 +216,8 @@ fn build_request(
     options: &StreamOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<HttpRequest, Error> {
-    let key = api_key(model, options, env)?;
     let config = resolve_config(model, options, env)?;
+    let key = api_key(model, options, &config.base_url, env)?;
     let reasoning = ReasoningOptions::from_extra(&options.extra)?;
 
     let mut body = Map::new();
@@ -235,9 +254,13 @@ fn build_request(
     url.set_query(None);
     url.query_pairs_mut()
         .append_pair("api-version", &config.api_version);
-    Ok(HttpRequest::post_json(url.as_str(), Value::Object(body))
-        .header("accept", "application/json")
-        .header("api-key", key.expose()))
+    let request = HttpRequest::post_json(url.as_str(), Value::Object(body))
+        .header("accept", "application/json");
+    Ok(match key {
+        Some(key) => request.header("api-key", key.expose()),
+        // A keyless model: no credentials.
+        None => request,
+    })
 }
 
 #[cfg(test)]

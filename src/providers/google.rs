@@ -92,7 +92,8 @@ fn build_request(
     context: &Context,
     options: &StreamOptions,
 ) -> Result<HttpRequest, Error> {
-    let key = crate::resolve_api_key(model, options)?;
+    // `None`: a keyless model (a local server), sent without credentials.
+    let key = crate::env_keys::request_key(model, options)?;
     let body = build_body(model, context, options, Flavour::GenerativeAi)?;
     let base = match model.base_url.trim() {
         "" => DEFAULT_BASE_URL,
@@ -103,7 +104,11 @@ fn build_request(
         base.strip_suffix('/').unwrap_or(base),
         model_path(&model.id)?
     );
-    Ok(HttpRequest::post_json(url, body).header("x-goog-api-key", key.expose()))
+    let request = HttpRequest::post_json(url, body);
+    Ok(match key {
+        Some(key) => request.header("x-goog-api-key", key.expose()),
+        None => request,
+    })
 }
 
 /// The model's resource name on the Gemini API (`models/<id>`, or the id when it already

@@ -111,8 +111,8 @@ impl ApiProvider for VertexProvider {
     }
 }
 
-/// The Vertex options, from `options.extra`.
-#[derive(Debug, Default, Deserialize)]
+/// The Vertex options, from `options.extra` (`Debug` redacts the token).
+#[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct VertexOptions {
     #[serde(default)]
@@ -121,6 +121,19 @@ struct VertexOptions {
     location: Option<String>,
     #[serde(default)]
     access_token: Option<String>,
+}
+
+impl std::fmt::Debug for VertexOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VertexOptions")
+            .field("project", &self.project)
+            .field("location", &self.location)
+            .field(
+                "access_token",
+                &self.access_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
 }
 
 impl VertexOptions {

@@ -288,6 +288,12 @@ pub async fn complete(
 }
 
 /// Streams a reply with `options.reasoning` mapped to the provider's own options.
+///
+/// The key is `options.api_key`, else the environment variable named for the model's
+/// provider ([`env_var_names`](crate::env_var_names)); a model without either ends with pi's
+/// `No API key for provider: <name>` error event (nothing is sent), unless it is
+/// [keyless](Model::keyless). Never another provider's key: a custom provider does not get
+/// `OPENAI_API_KEY`.
 pub fn stream_simple(
     model: &Model,
     context: &Context,

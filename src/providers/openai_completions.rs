@@ -86,4 +86,16 @@ impl ApiProvider for OpenAiCompletionsProvider {
             decode::CompletionsDecoder::new(model),
         )
     }
+
+    /// Refuses a call without a key of its own with pi's `No API key for provider: <name>`
+    /// (the raw [`stream`](Self::stream) may fall back to the SDK's variable for the
+    /// vendor's own endpoint), then streams with the reasoning level mapped.
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        crate::env_keys::stream_simple_with_own_key(self, model, context, options)
+    }
 }

@@ -121,6 +121,18 @@ impl ApiProvider for OpenAIResponsesProvider {
             decoder,
         )
     }
+
+    /// Refuses a call without a key of its own with pi's `No API key for provider: <name>`
+    /// (the raw [`stream`](Self::stream) may fall back to the SDK's variable for the
+    /// vendor's own endpoint), then streams with the reasoning level mapped.
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        crate::env_keys::stream_simple_with_own_key(self, model, context, options)
+    }
 }
 
 /// pi's `resolveCacheRetention`: the option, else `long` when `PI_CACHE_RETENTION=long`.
@@ -141,13 +153,17 @@ fn compat_flag(model: &Model, key: &str) -> bool {
         .unwrap_or(true)
 }
 
-/// The key: the options', the provider's environment variable, else `OPENAI_API_KEY`.
-fn api_key(model: &Model, options: &StreamOptions) -> Result<ApiKey, Error> {
-    crate::resolve_api_key(model, options).or_else(|error| {
+/// The key: the options', the provider's environment variable, none for a keyless model,
+/// else `OPENAI_API_KEY` but only for OpenAI's own endpoint (pi's `stream` sends it to any
+/// server: a listed deviation). [`stream_simple`](crate::stream_simple) never falls back.
+fn api_key(model: &Model, options: &StreamOptions) -> Result<Option<ApiKey>, Error> {
+    crate::env_keys::request_key(model, options).or_else(|error| {
+        let openai = !cloudflare::is_cloudflare_provider(&model.provider)
+            && crate::env_keys::is_vendor_endpoint(&model.base_url, |h| h == "api.openai.com");
         std::env::var("OPENAI_API_KEY")
             .ok()
-            .filter(|k| !k.is_empty())
-            .map(ApiKey::new)
+            .filter(|k| !k.is_empty() && openai)
+            .map(|k| Some(ApiKey::new(k)))
             .ok_or(error)
     })
 }
@@ -208,10 +224,13 @@ fn build_request(
     let url = format!("{}/responses", base_url.trim_end_matches('/'));
     let mut request =
         HttpRequest::post_json(url, Value::Object(body)).header("accept", "application/json");
-    if model.provider == "cloudflare-ai-gateway" {
-        request = request.header("cf-aig-authorization", format!("Bearer {}", key.expose()));
-    } else {
-        request = request.header("authorization", format!("Bearer {}", key.expose()));
+    match &key {
+        // A keyless model: no credentials.
+        None => {}
+        Some(key) if model.provider == "cloudflare-ai-gateway" => {
+            request = request.header("cf-aig-authorization", format!("Bearer {}", key.expose()));
+        }
+        Some(key) => request = request.header("authorization", format!("Bearer {}", key.expose())),
     }
     if copilot {
         for (name, value) in copilot_headers(&context.messages) {

@@ -32,6 +32,7 @@ use crate::message::{AssistantMessage, StopReason};
 use crate::model::Model;
 use crate::options::StreamOptions;
 use crate::providers::sse::{SseDecoder, SseEvent};
+use crate::redact::Secrets;
 
 /// The wire-format half of a provider: turns the SSE events of one response into
 /// [`AssistantMessageEvent`]s. Everything else (HTTP, retries, timeouts, cancellation, the
@@ -131,6 +132,7 @@ pub(crate) fn stream_http<D: Decoder>(
         Err(error) => return AssistantMessageEventStream::failed(initial, error),
     };
     let idle = prepared.idle_timeout;
+    let secrets = prepared.secrets.clone();
     let mut driver = Driver {
         phase: Phase::Connecting(Box::pin(prepared.send())),
         decoder,
@@ -143,6 +145,7 @@ pub(crate) fn stream_http<D: Decoder>(
         eof: false,
         progressed: false,
         open: Vec::new(),
+        secrets,
     };
     EventStream::from_poll_fn(PartialMessage::new(initial), move |state, cx| {
         driver.poll(state, cx)
@@ -178,6 +181,8 @@ struct Driver<D> {
     progressed: bool,
     /// Blocks started and not ended, in the events handed out: `(content index, kind)`.
     open: Vec<(usize, BlockKind)>,
+    /// The request's key and credential headers, scrubbed from the final error.
+    secrets: Secrets,
 }
 
 /// The kind of an open block, for the `*_end` an abort sends.
@@ -421,7 +426,7 @@ impl<D: Decoder> Driver<D> {
                 message: Box::new(message),
             },
             Err(error) => {
-                message.set_error(error);
+                message.set_error(error.scrubbed(&self.secrets));
                 AssistantMessageEvent::Error {
                     reason: if message.stop_reason == StopReason::Aborted {
                         StopReason::Aborted

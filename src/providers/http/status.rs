@@ -8,6 +8,7 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorKind, is_overflow_message};
+use crate::redact::scrub;
 
 /// Longest provider text kept in an error message, in bytes: the provider's whole text (a
 /// validation error may list many problems), bounded only against a server that sends
@@ -53,6 +54,9 @@ pub(crate) fn status_error(status: u16, headers: &HeaderMap, body: &[u8]) -> Err
     if let Some(id) = &request_id {
         message.push_str(&format!(" (request id: {id})"));
     }
+    // Servers echo keys ("Incorrect API key provided: sk-…"); the request's own key is
+    // scrubbed by the caller, which knows it.
+    let message = scrub(&message, &[] as &[&str]).into_owned();
     let kind = classify(status, headers, &detail, &message);
     Error::new(kind, message)
         .with_status(status)
@@ -68,6 +72,7 @@ pub(crate) fn stream_event_error(data: &[u8]) -> Error {
     let message = detail
         .describe()
         .unwrap_or_else(|| "The provider reported an error without details".to_owned());
+    let message = scrub(&message, &[] as &[&str]).into_owned();
     let kind = match classify(0, &HeaderMap::new(), &detail, &message) {
         ErrorKind::Status => ErrorKind::Provider,
         kind => kind,

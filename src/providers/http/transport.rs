@@ -12,15 +12,24 @@ use super::status::{not_a_stream_error, status_error};
 use crate::error::{Error, ErrorKind};
 use crate::model::Model;
 use crate::options::{RetryPolicy, StreamOptions};
+use crate::redact::{self, Secrets};
 
 /// Most of an error body that is read (the rest is dropped).
 const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// Most redirects followed within one origin.
+const MAX_REDIRECTS: usize = 10;
 
 /// The process-wide client: one connection pool shared by every provider and call, so
 /// consecutive calls to the same endpoint reuse their connection (and TLS session).
 ///
 /// Connections belong to the Tokio runtime that opened them; a program that drops its
 /// runtime and starts another gets fresh connections for new calls.
+///
+/// Redirects are followed only within the request's origin (scheme, host and port), at most
+/// [`MAX_REDIRECTS`] times: every request carries a key (`x-api-key`, `authorization`,
+/// `x-goog-api-key`, `api-key`, …) that must not reach another server. A redirect to another
+/// origin is returned as the response and becomes an error ([`redirect_error`]).
 pub(crate) fn client() -> &'static reqwest::Client {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     CLIENT.get_or_init(|| {
@@ -28,9 +37,41 @@ pub(crate) fn client() -> &'static reqwest::Client {
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_secs(30))
             .pool_idle_timeout(Duration::from_secs(90))
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                let same_origin = attempt
+                    .previous()
+                    .first()
+                    .is_some_and(|first| first.origin() == attempt.url().origin());
+                if same_origin && attempt.previous().len() <= MAX_REDIRECTS {
+                    attempt.follow()
+                } else {
+                    attempt.stop()
+                }
+            }))
             .build()
             .unwrap_or_default()
     })
+}
+
+/// The error for a redirect that was not followed: to another origin (never, the request
+/// carries a key), or one too many. Names the target's origin only (its path or query could
+/// hold anything).
+fn redirect_error(status: reqwest::StatusCode, from: &reqwest::Url, headers: &HeaderMap) -> Error {
+    let target = headers
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|location| from.join(location).ok());
+    let code = status.as_u16();
+    let reason = status.canonical_reason().unwrap_or("Redirect");
+    let message = match target {
+        Some(to) if to.origin() != from.origin() => format!(
+            "{code} {reason}: redirect to another origin ({}) not followed; a request carrying an API key is only redirected within its own origin",
+            to.origin().ascii_serialization()
+        ),
+        Some(_) => format!("{code} {reason}: more than {MAX_REDIRECTS} redirects, not followed"),
+        None => format!("{code} {reason}: redirect without a usable Location, not followed"),
+    };
+    Error::new(ErrorKind::Status, message).with_status(code)
 }
 
 /// A provider request before the shared steps: a URL, the provider's own headers (auth,
@@ -39,11 +80,21 @@ pub(crate) fn client() -> &'static reqwest::Client {
 /// [`prepare`](Self::prepare) adds the model's `headers` and the options' `headers` (later
 /// wins, names compared case-insensitively), runs `options.on_payload` on the body and
 /// serializes it.
-#[derive(Debug)]
 pub(crate) struct HttpRequest {
     url: String,
     headers: Vec<(String, String)>,
     body: Value,
+}
+
+impl std::fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers = self.headers.iter().map(|(k, v)| (k, v));
+        f.debug_struct("HttpRequest")
+            .field("url", &self.url)
+            .field("headers", &redact::Headers::new(headers, None))
+            .field("body", &self.body)
+            .finish()
+    }
 }
 
 impl HttpRequest {
@@ -92,11 +143,22 @@ impl HttpRequest {
         })?;
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let key = options.api_key.as_ref().map(|k| k.expose());
+        let mut secrets = Secrets::default();
+        if let Some(key) = key {
+            secrets.add(key);
+        }
         let extra = model.headers.iter().chain(options.headers.iter()).flatten();
         for (name, value) in self.headers.iter().map(|(k, v)| (k, v)).chain(extra) {
-            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header(name))?;
-            let value = HeaderValue::from_str(value).map_err(|_| bad_header(name.as_str()))?;
-            headers.insert(name, value);
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header(name))?;
+            let mut header_value =
+                HeaderValue::from_str(value).map_err(|_| bad_header(header.as_str()))?;
+            if redact::is_secret_header(name, value, key) {
+                // Kept out of HTTP/2 header compression tables and reqwest's `Debug`.
+                header_value.set_sensitive(true);
+                secrets.add(value);
+            }
+            headers.insert(header, header_value);
         }
         let mut body = self.body;
         if let Some(hook) = &options.on_payload {
@@ -123,6 +185,7 @@ impl HttpRequest {
             max_delay,
             idle_timeout: options.idle_timeout_or_default(),
             error_body_timeout: options.error_body_timeout_or_default(),
+            secrets,
         })
     }
 }
@@ -133,7 +196,7 @@ fn bad_header(name: &str) -> Error {
 }
 
 /// A request ready to send, with the retry settings of its call.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Prepared {
     pub(crate) url: reqwest::Url,
     pub(crate) headers: HeaderMap,
@@ -144,6 +207,43 @@ pub(crate) struct Prepared {
     pub(crate) idle_timeout: Duration,
     /// The deadline for reading an error body (or a success that is not a stream).
     pub(crate) error_body_timeout: Duration,
+    /// The key and credential header values, scrubbed from every error of the request.
+    pub(crate) secrets: Secrets,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        /// The headers, values marked sensitive in `prepare` (credentials, any value holding
+        /// the key) or secret by name redacted.
+        struct Shown<'a>(&'a HeaderMap);
+        impl std::fmt::Debug for Shown<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut map = f.debug_map();
+                for (name, value) in self.0 {
+                    match value.to_str() {
+                        Ok(text)
+                            if !value.is_sensitive()
+                                && !redact::is_secret_header(name.as_str(), text, None) =>
+                        {
+                            map.entry(&name.as_str(), &text)
+                        }
+                        _ => map.entry(&name.as_str(), &format_args!("<redacted>")),
+                    };
+                }
+                map.finish()
+            }
+        }
+        f.debug_struct("Prepared")
+            .field("url", &self.url.as_str())
+            .field("headers", &Shown(&self.headers))
+            .field("body_len", &self.body.len())
+            .field("retry", &self.retry)
+            .field("max_delay", &self.max_delay)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("error_body_timeout", &self.error_body_timeout)
+            .field("secrets", &self.secrets)
+            .finish()
+    }
 }
 
 /// A success response whose body is to be streamed, with the bytes already read from it to
@@ -199,6 +299,9 @@ impl Prepared {
             return self.check_stream(response).await;
         }
         let headers = response.headers().clone();
+        if status.is_redirection() && headers.contains_key(reqwest::header::LOCATION) {
+            return Err(redirect_error(status, response.url(), &headers));
+        }
         let body = read_bounded(
             response,
             Vec::new(),
@@ -206,7 +309,7 @@ impl Prepared {
             self.error_body_timeout,
         )
         .await;
-        Err(status_error(status.as_u16(), &headers, &body))
+        Err(status_error(status.as_u16(), &headers, &body).scrubbed(&self.secrets))
     }
 
     /// A success response is streamed unless its body is something else: a compressed body
@@ -268,7 +371,7 @@ impl Prepared {
                 let body =
                     read_bounded(response, prefix, self.idle_timeout, self.error_body_timeout)
                         .await;
-                Err(not_a_stream_error(&headers, &body))
+                Err(not_a_stream_error(&headers, &body).scrubbed(&self.secrets))
             }
             Some(_) => Ok(Opened { response, prefix }),
         }
@@ -386,6 +489,7 @@ mod tests {
             max_delay,
             idle_timeout: Duration::from_secs(1),
             error_body_timeout: Duration::from_secs(1),
+            secrets: Secrets::default(),
         }
     }
 
@@ -426,6 +530,28 @@ mod tests {
             .unwrap_err();
         assert!(!bad.message().contains("secret"));
         assert_eq!(bad.kind(), ErrorKind::Config);
+    }
+
+    #[test]
+    fn debug_hides_credentials() {
+        let model =
+            Model::new("m", "x", "p", "http://127.0.0.1:9/").with_header("x-echo", "k-0123456789");
+        let options = StreamOptions::new()
+            .with_api_key("k-0123456789")
+            .with_header("x-visible", "shown");
+        let request = HttpRequest::post_json("http://127.0.0.1:9/v1", serde_json::json!({}))
+            .header("x-api-key", "k-0123456789")
+            .header("authorization", "Bearer k-0123456789");
+        assert!(!format!("{request:?}").contains("0123456789"));
+        let p = request.prepare(&model, &options).unwrap();
+        let shown = format!("{p:?}");
+        assert!(!shown.contains("0123456789"), "{shown}");
+        assert!(shown.contains(r#""x-visible": "shown""#), "{shown}");
+        assert!(p.headers["x-echo"].is_sensitive());
+        assert_eq!(
+            p.secrets.scrub("bad key k-0123456789"),
+            "bad key …[redacted]"
+        );
     }
 
     #[test]

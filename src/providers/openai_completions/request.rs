@@ -67,21 +67,30 @@ fn resolve_cache_retention(options: &StreamOptions) -> CacheRetention {
     })
 }
 
-/// The key: the options', the provider's environment variable, else `OPENAI_API_KEY` (the
-/// OpenAI SDK's own fallback).
-fn resolve_key(model: &Model, options: &StreamOptions) -> Result<ApiKey, Error> {
-    crate::resolve_api_key(model, options).or_else(|_| {
-        std::env::var("OPENAI_API_KEY")
+/// The key: the options', the provider's environment variable, none for a keyless model,
+/// else `OPENAI_API_KEY` (the OpenAI SDK's own fallback) but only for OpenAI's own endpoint:
+/// pi's `stream` sends it to whatever server the model names (a listed deviation).
+/// [`stream_simple`](crate::stream_simple) never falls back (pi's `streamSimple` refuses).
+fn resolve_key(model: &Model, options: &StreamOptions) -> Result<Option<ApiKey>, Error> {
+    crate::env_keys::request_key(model, options).or_else(|error| {
+        let env = std::env::var("OPENAI_API_KEY")
             .ok()
-            .filter(|k| !k.is_empty())
-            .map(ApiKey::from)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Auth,
-                    "OpenAI API key is required. Set OPENAI_API_KEY environment variable or pass it as an argument.",
-                )
-            })
+            .filter(|k| !k.is_empty());
+        match env {
+            None => Err(Error::new(
+                ErrorKind::Auth,
+                "OpenAI API key is required. Set OPENAI_API_KEY environment variable or pass it as an argument.",
+            )),
+            Some(key) if is_openai_endpoint(model) => Ok(Some(ApiKey::from(key))),
+            Some(_) => Err(error),
+        }
     })
+}
+
+/// True when `model` is served by OpenAI's API (`api.openai.com`, or no base URL).
+pub(crate) fn is_openai_endpoint(model: &Model) -> bool {
+    !cloudflare::is_cloudflare_provider(&model.provider)
+        && crate::env_keys::is_vendor_endpoint(&model.base_url, |host| host == "api.openai.com")
 }
 
 /// The request for one call.
@@ -105,11 +114,14 @@ pub(super) fn build_request(
     };
     let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
     let mut request = HttpRequest::post_json(url, body).header("accept", "application/json");
-    if model.provider == "cloudflare-ai-gateway" {
-        // The gateway's own auth; no Authorization header unless the caller sets one.
-        request = request.header("cf-aig-authorization", format!("Bearer {}", key.expose()));
-    } else {
-        request = request.header("authorization", format!("Bearer {}", key.expose()));
+    match &key {
+        // A keyless model: no credentials.
+        None => {}
+        Some(key) if model.provider == "cloudflare-ai-gateway" => {
+            // The gateway's own auth; no Authorization header unless the caller sets one.
+            request = request.header("cf-aig-authorization", format!("Bearer {}", key.expose()));
+        }
+        Some(key) => request = request.header("authorization", format!("Bearer {}", key.expose())),
     }
     if model.provider == "github-copilot" {
         for (name, value) in copilot_headers(&context.messages) {
