@@ -112,4 +112,6 @@ pub use messages::{
     ExtensionMessage, convert_to_llm, to_llm,
 };
 pub use store::FsyncPolicy;
+#[doc(hidden)]
+pub use store::SyncHook;
 pub use tree::{SessionTree, TreeNode};
