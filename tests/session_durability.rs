@@ -31,7 +31,7 @@ fn writer_process() {
             .wrapping_add(1442695040888963407);
         // Mostly small entries, now and then a large one (whose write a kill can tear).
         let r = (seed >> 33) as usize;
-        let size = if r % 16 == 0 {
+        let size = if r.is_multiple_of(16) {
             20_000 + r % 300_000
         } else {
             50 + r % 2_000
@@ -87,7 +87,7 @@ fn kill_the_writer_mid_append_many_times() {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        if pseudo_random(&mut rng) % 8 == 0 {
+        if pseudo_random(&mut rng).is_multiple_of(8) {
             // Now and then: killed at once, possibly while it opens the file.
             early_kills += 1;
             std::thread::sleep(Duration::from_micros(pseudo_random(&mut rng) % 3_000));

@@ -136,9 +136,11 @@ mod tests {
 
     #[test]
     fn usage_near_the_maximum_saturates() {
-        let mut usage = Usage::default();
-        usage.input = u64::MAX;
-        usage.cache_read = u64::MAX;
+        let usage = Usage {
+            input: u64::MAX,
+            cache_read: u64::MAX,
+            ..Usage::default()
+        };
         let huge = AssistantMessage::new("a", "p", "m").with_usage(usage);
         assert!(is_context_overflow(&huge, 1000));
         let truncated = huge.clone().with_stop_reason(StopReason::Length);

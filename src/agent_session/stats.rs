@@ -160,11 +160,13 @@ mod tests {
 
     #[test]
     fn token_totals_saturate() {
-        let mut usage = Usage::default();
-        usage.input = u64::MAX - 1;
-        usage.output = u64::MAX;
-        usage.cache_read = 7;
-        usage.cache_write = u64::MAX;
+        let usage = Usage {
+            input: u64::MAX - 1,
+            output: u64::MAX,
+            cache_read: 7,
+            cache_write: u64::MAX,
+            ..Usage::default()
+        };
         let reply: AgentMessage = AssistantMessage::new("a", "p", "m")
             .with_usage(usage)
             .into();
@@ -178,9 +180,11 @@ mod tests {
     }
 
     fn s_messages() -> Vec<AgentMessage> {
-        let mut usage = Usage::default();
-        usage.input = u64::MAX;
-        usage.output = u64::MAX;
+        let usage = Usage {
+            input: u64::MAX,
+            output: u64::MAX,
+            ..Usage::default()
+        };
         vec![
             AssistantMessage::new("a", "p", "m")
                 .with_usage(usage)

@@ -423,13 +423,21 @@ impl<'de> Deserialize<'de> for Head<'de> {
 /// takes the lenient path, [`parse_head`]).
 pub(crate) fn parse_head_with_message(bytes: &[u8]) -> Option<Head<'_>> {
     let text = simdutf8::basic::from_utf8(bytes).ok()?;
-    let mut de = serde_json::Deserializer::from_str(text);
-    de.disable_recursion_limit();
-    let head = serde_stacker::Deserializer::new(&mut de)
-        .deserialize_map(HeadVisitor { decode: true })
-        .ok()?;
-    de.end().ok()?;
-    Some(head)
+    let parse = |unbounded: bool| -> Option<Head<'_>> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let head = if unbounded {
+            de.disable_recursion_limit();
+            serde_stacker::Deserializer::new(&mut de)
+                .deserialize_map(HeadVisitor { decode: true })
+                .ok()?
+        } else {
+            de.deserialize_map(HeadVisitor { decode: true }).ok()?
+        };
+        de.end().ok()?;
+        Some(head)
+    };
+    // The plain parse first (see `from_slice_unbounded`).
+    parse(false).or_else(|| parse(true))
 }
 
 /// Deserializes one whole JSON text from `de` without serde_json's nesting limit (128
@@ -447,26 +455,54 @@ where
     Ok(value)
 }
 
-/// [`serde_json::from_slice`] without a depth limit (see [`unbounded`]).
+/// [`serde_json::from_slice`] without a depth limit (see [`unbounded`]). The plain parse
+/// runs first (it is faster, and almost every line fits in its 128 levels); only a line it
+/// refuses is parsed again without the limit.
 pub(crate) fn from_slice_unbounded<'de, T: Deserialize<'de>>(
     bytes: &'de [u8],
 ) -> Result<T, serde_json::Error> {
-    unbounded(serde_json::Deserializer::from_slice(bytes))
+    serde_json::from_slice(bytes)
+        .or_else(|_| unbounded(serde_json::Deserializer::from_slice(bytes)))
 }
 
-/// [`serde_json::from_str`] without a depth limit (see [`unbounded`]).
+/// [`serde_json::from_str`] without a depth limit (see [`from_slice_unbounded`]).
 pub(crate) fn from_str_unbounded<'de, T: Deserialize<'de>>(
     text: &'de str,
 ) -> Result<T, serde_json::Error> {
-    unbounded(serde_json::Deserializer::from_str(text))
+    serde_json::from_str(text).or_else(|_| unbounded(serde_json::Deserializer::from_str(text)))
 }
 
-/// [`serde_json::from_value`] without growing the native stack past its end on a deeply
-/// nested value.
+/// True when `value` nests more than `limit` arrays and objects deep (no recursion).
+fn deeper_than(value: &serde_json::Value, limit: usize) -> bool {
+    use serde_json::Value;
+    let mut stack: Vec<(&Value, usize)> = Vec::new();
+    if value.is_array() || value.is_object() {
+        stack.push((value, 1));
+    }
+    let nested = |c: &&Value| c.is_array() || c.is_object();
+    while let Some((v, depth)) = stack.pop() {
+        if depth > limit {
+            return true;
+        }
+        match v {
+            Value::Array(a) => stack.extend(a.iter().filter(nested).map(|c| (c, depth + 1))),
+            Value::Object(o) => stack.extend(o.values().filter(nested).map(|c| (c, depth + 1))),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// [`serde_json::from_value`] without running the native stack out on a deeply nested
+/// value (one of more than 128 levels, which only the unbounded parse produces).
 pub(crate) fn from_value_unbounded<T: serde::de::DeserializeOwned>(
     value: serde_json::Value,
 ) -> Result<T, serde_json::Error> {
-    T::deserialize(serde_stacker::Deserializer::new(value))
+    if deeper_than(&value, 128) {
+        T::deserialize(serde_stacker::Deserializer::new(value))
+    } else {
+        serde_json::from_value(value)
+    }
 }
 
 /// Parses a whole line as a JSON value, accepting invalid UTF-8 the way pi does (read as
@@ -609,7 +645,7 @@ mod tests {
         );
         // On a thread with a small stack: the stack grows on the heap instead.
         std::thread::Builder::new()
-            .stack_size(256 << 10)
+            .stack_size(1 << 20)
             .spawn(move || {
                 let head = parse_head(line.as_bytes()).unwrap();
                 assert_eq!(head.id.as_deref(), Some("a"));
@@ -632,6 +668,24 @@ mod tests {
             .unwrap()
             .join()
             .unwrap();
+    }
+
+    #[test]
+    fn depth_of_values() {
+        let nest = |n: usize| -> serde_json::Value {
+            serde_json::from_str(&format!("{}{}", "[".repeat(n), "]".repeat(n))).unwrap()
+        };
+        assert!(!deeper_than(&serde_json::json!(1), 0));
+        assert!(!deeper_than(&nest(3), 3));
+        assert!(deeper_than(&nest(4), 3));
+        let mixed = serde_json::json!({"a": 1, "b": [{"c": [1]}], "d": {}});
+        assert!(!deeper_than(&mixed, 4));
+        assert!(deeper_than(&mixed, 3));
+        let v: serde_json::Value =
+            from_str_unbounded(&format!("{}{}", "[".repeat(200), "]".repeat(200))).unwrap();
+        assert!(deeper_than(&v, 128));
+        let back: serde_json::Value = from_value_unbounded(v.clone()).unwrap();
+        assert_eq!(back, v);
     }
 
     #[test]

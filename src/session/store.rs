@@ -38,7 +38,9 @@ pub enum FsyncPolicy {
 /// syncs and make them fail. Not part of the stable API.
 #[doc(hidden)]
 #[derive(Clone)]
-pub struct SyncHook(pub(crate) Arc<dyn Fn(&Path) -> std::io::Result<()> + Send + Sync>);
+pub struct SyncHook(pub(crate) Arc<SyncFn>);
+
+type SyncFn = dyn Fn(&Path) -> std::io::Result<()> + Send + Sync;
 
 impl SyncHook {
     /// Wraps `f`.

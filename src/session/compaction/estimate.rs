@@ -216,10 +216,12 @@ mod tests {
 
     #[test]
     fn counts_near_the_maximum_saturate() {
-        let mut usage = Usage::default();
-        usage.input = u64::MAX;
-        usage.output = 5;
-        usage.total_tokens = None;
+        let usage = Usage {
+            input: u64::MAX,
+            output: 5,
+            total_tokens: None,
+            ..Usage::default()
+        };
         assert_eq!(calculate_context_tokens(&usage), u64::MAX);
         let reply: AgentMessage = crate::message::AssistantMessage::new("a", "p", "m")
             .with_usage(usage)
