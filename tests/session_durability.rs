@@ -15,6 +15,18 @@ use pi_engine::UserMessage;
 use pi_engine::session::{FsyncPolicy, SessionError, SessionManager, SessionOptions, SyncHook};
 
 const CHILD_ENV: &str = "PI_ENGINE_DURABILITY_WRITER";
+const MIGRATION_ENV: &str = "PI_ENGINE_DURABILITY_MIGRATOR";
+
+/// Held by the tests that spawn writer processes, one at a time: a process forked by one
+/// test inherits, until it execs, the file descriptions the other has open — and with them
+/// the writer's lock, which would show as `Locked` to the other test.
+static SPAWNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The id in a line of the writer's output (libtest may print the test's name before the
+/// first one, on the same line).
+fn ack(line: &str) -> Option<&str> {
+    line.find("ACK ").map(|i| &line[i + 4..])
+}
 
 /// The writer process: appends entries of varied sizes forever, printing `ACK <id>` after
 /// each append returns. Run only by `kill_the_writer_mid_append_many_times`.
@@ -54,6 +66,7 @@ fn pseudo_random(state: &mut u64) -> u64 {
 
 #[test]
 fn kill_the_writer_mid_append_many_times() {
+    let _one_at_a_time = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut acked: Vec<String> = Vec::new();
@@ -96,7 +109,7 @@ fn kill_the_writer_mid_append_many_times() {
             let started = Instant::now();
             loop {
                 let line = lines.next().expect("writer exited early").unwrap();
-                if let Some(id) = line.strip_prefix("ACK ") {
+                if let Some(id) = ack(&line) {
                     acked.push(id.to_owned());
                     break;
                 }
@@ -115,7 +128,7 @@ fn kill_the_writer_mid_append_many_times() {
         child.kill().unwrap();
         child.wait().unwrap();
         for line in lines {
-            if let Some(id) = line.unwrap().strip_prefix("ACK ") {
+            if let Some(id) = ack(&line.unwrap()) {
                 acked.push(id.to_owned());
             }
         }
@@ -246,4 +259,132 @@ fn every_append_is_synced_and_a_failed_sync_acknowledges_nothing() {
     never.append_message(UserMessage::text("a")).unwrap();
     never.append_message(UserMessage::text("b")).unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), before);
+}
+
+/// The migrating process: opens a version 2 file and appends once (which rewrites the file
+/// as version 3 first), then prints `DONE`. Run only by
+/// `kill_the_writer_mid_migration_many_times`.
+#[test]
+#[ignore = "helper process of kill_the_writer_mid_migration_many_times"]
+fn migration_process() {
+    let path = std::env::var(MIGRATION_ENV).expect("run by the migration test");
+    let mut sm = SessionManager::open(&path).expect("open");
+    sm.append_message(UserMessage::text("after migration"))
+        .expect("append");
+    println!("DONE");
+}
+
+fn run_migrator(exe: &std::path::Path, path: &std::path::Path) -> std::process::Child {
+    Command::new(exe)
+        .args([
+            "--exact",
+            "migration_process",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(MIGRATION_ENV, path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// A version 2 file of `entries` entries of about 2 KB.
+fn v2_file(entries: usize) -> Vec<u8> {
+    let mut out = String::from(
+        r#"{"type":"session","version":2,"id":"019b7a00-0000-7000-8000-000000000002","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/tmp/p"}"#,
+    );
+    out.push('\n');
+    let text = "y".repeat(2000);
+    for i in 0..entries {
+        let parent = if i == 0 {
+            "null".to_owned()
+        } else {
+            format!("\"{:08x}\"", i - 1)
+        };
+        out.push_str(&format!(
+            r#"{{"type":"message","id":"{i:08x}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","message":{{"role":"hookMessage","customType":"h","content":"{text}","display":true,"timestamp":1}}}}"#
+        ));
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
+/// Item 9 of issue 11: a writer killed (SIGKILL) at random moments while it migrates a
+/// version 2 file leaves, once the file is next opened for writing, no temporary file and
+/// never more than the one backup of the original; the file always opens with every entry.
+#[test]
+fn kill_the_writer_mid_migration_many_times() {
+    let _one_at_a_time = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.jsonl");
+    let exe = std::env::current_exe().unwrap();
+    const ENTRIES: usize = 2000;
+    let original = v2_file(ENTRIES);
+    std::fs::write(&path, &original).unwrap();
+
+    // How long an undisturbed migration takes here.
+    let started = Instant::now();
+    let mut child = run_migrator(&exe, &path);
+    assert!(child.wait().unwrap().success());
+    let full = started.elapsed();
+    assert_eq!(
+        SessionManager::open(&path).unwrap().entry_count(),
+        ENTRIES + 1
+    );
+
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let (mut interrupted, mut completed) = (0, 0);
+    for round in 0..15 {
+        // Start again from the version 2 file (the backup of it is already there).
+        std::fs::write(&path, &original).unwrap();
+        let mut child = run_migrator(&exe, &path);
+        let wait = full.as_micros() as u64 * 2;
+        std::thread::sleep(Duration::from_micros(pseudo_random(&mut rng) % wait.max(1)));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let done = child
+            .stdout
+            .take()
+            .map(|o| {
+                BufReader::new(o)
+                    .lines()
+                    .any(|l| l.is_ok_and(|l| l.contains("DONE")))
+            })
+            .unwrap_or(false);
+
+        // The file opens, with every entry (migrated or not).
+        let n = SessionOptions::new()
+            .read_only()
+            .open(&path)
+            .unwrap_or_else(|e| panic!("round {round}: {e}"))
+            .entry_count();
+        assert!(n == ENTRIES || n == ENTRIES + 1, "round {round}: {n}");
+        if done {
+            completed += 1;
+            assert_eq!(n, ENTRIES + 1, "round {round}");
+        } else {
+            interrupted += 1;
+        }
+        // A writable open removes what an interrupted rewrite left.
+        drop(SessionManager::open(&path).unwrap());
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !names.iter().any(|n| n.contains(".migrating")),
+            "round {round}: {names:?}"
+        );
+        let backups: Vec<&String> = names.iter().filter(|n| n.contains(".v2.bak")).collect();
+        assert_eq!(backups, ["old.jsonl.v2.bak"], "round {round}");
+    }
+    assert_eq!(
+        std::fs::read(dir.path().join("old.jsonl.v2.bak")).unwrap(),
+        original
+    );
+    eprintln!(
+        "migration kills: {interrupted} interrupted, {completed} completed (undisturbed: {full:?})"
+    );
 }

@@ -356,3 +356,31 @@ fn lines_over_the_bound_are_refused_and_skipped() {
     // With the default bound it is all there.
     assert_eq!(SessionManager::open(&path).unwrap().entry_count(), 4);
 }
+
+/// The hidden entry point the fuzz targets call: one line, every parse the reader does.
+#[test]
+fn parse_line_reads_what_the_reader_reads() {
+    let deep = format!(
+        r#"{{"type":"custom","id":"abcd0123","parentId":null,"timestamp":"t","customType":"x","data":{}1{}}}"#,
+        "[".repeat(1000),
+        "]".repeat(1000)
+    );
+    let entry = pi_engine::session::parse_line(deep.as_bytes()).unwrap();
+    assert_eq!(entry.id(), "abcd0123");
+    let message = br#"{"type":"message","id":"m1","parentId":null,"timestamp":"t","message":{"role":"user","content":"hi","timestamp":1}}"#;
+    assert!(
+        pi_engine::session::parse_line(message)
+            .unwrap()
+            .as_message()
+            .is_some()
+    );
+    for bad in [
+        &b"{"[..],
+        b"[]",
+        b"{\"type\":\"message\"}",
+        b"\xff\xfe",
+        b"",
+    ] {
+        assert!(pi_engine::session::parse_line(bad).is_err());
+    }
+}

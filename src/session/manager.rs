@@ -359,8 +359,9 @@ fn rewrite_temp(path: &Path) -> PathBuf {
     PathBuf::from(format!("{}.migrating", path.display()))
 }
 
-/// Removes what interrupted rewrites of `path` left: `<file>.migrating`, and the
-/// `<file>.migrating-<pid>` files of earlier versions of this crate. Only called by the
+/// Removes what interrupted rewrites of `path` left: `<file>.migrating`, a half-copied
+/// backup `<file>.migrating.bak`, and the `<file>.migrating-<pid>` files of earlier
+/// versions of this crate. Only called by the
 /// holder of `path`'s writer lock, so none of them is in use.
 fn remove_rewrite_leftovers(path: &Path) {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
@@ -380,6 +381,7 @@ fn remove_rewrite_leftovers(path: &Path) {
             continue;
         };
         let ours = rest.is_empty()
+            || rest == ".bak"
             || rest
                 .strip_prefix('-')
                 .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
@@ -435,7 +437,8 @@ fn read_full(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usiz
 
 /// A backup of `path` as `<file>.<suffix>` (then `.1`, `.2`, … when taken): an existing
 /// backup of identical content (left by an interrupted earlier attempt) is reused instead
-/// of adding another. The new copy is synced before the original is touched.
+/// of adding another. The copy is made as `<file>.migrating.bak`, synced, then renamed into
+/// place, so a backup name only ever holds a complete copy.
 fn backup_of(path: &Path, suffix: &str) -> Result<PathBuf> {
     let mut n = 0;
     let backup = loop {
@@ -452,10 +455,12 @@ fn backup_of(path: &Path, suffix: &str) -> Result<PathBuf> {
         }
         n += 1;
     };
-    std::fs::copy(path, &backup).map_err(|e| SessionError::io(&backup, e))?;
-    File::open(&backup)
+    let partial = PathBuf::from(format!("{}.bak", rewrite_temp(path).display()));
+    std::fs::copy(path, &partial).map_err(|e| SessionError::io(&partial, e))?;
+    File::open(&partial)
         .and_then(|f| f.sync_all())
-        .map_err(|e| SessionError::io(&backup, e))?;
+        .map_err(|e| SessionError::io(&partial, e))?;
+    std::fs::rename(&partial, &backup).map_err(|e| SessionError::io(&backup, e))?;
     Ok(backup)
 }
 

@@ -133,3 +133,26 @@ impl Data {
         Ok(out)
     }
 }
+
+/// Parses one session line the ways the reader does — the index's lenient pass over the
+/// top-level fields, the one-pass message decoding, and the checked parse into a typed
+/// entry — and returns the typed entry. For fuzzing and tests; not part of the stable API.
+#[doc(hidden)]
+pub fn parse_line(line: &[u8]) -> std::result::Result<SessionEntry, serde_json::Error> {
+    let head = parse_head(line);
+    let decoded = super::scan::parse_head_with_message(line);
+    let entry = SessionEntry::from_value(parse_value(line)?)?;
+    // What the fast paths read must agree with the checked parse.
+    if let Some(h) = decoded
+        && h.id.as_deref() != Some(entry.id())
+        && matches!(entry, SessionEntry::Message(_))
+    {
+        return Err(serde::de::Error::custom("the one-pass decoding disagrees"));
+    }
+    if let Ok(h) = head
+        && h.id.as_deref() != Some(entry.id())
+    {
+        return Err(serde::de::Error::custom("the index's pass disagrees"));
+    }
+    Ok(entry)
+}
