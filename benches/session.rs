@@ -125,9 +125,22 @@ fn bench(c: &mut Criterion) {
                 black_box(sm.build_session_context().unwrap().messages.len())
             })
         });
+        group.bench_function(format!("open_with_context/{name}"), |b| {
+            b.iter(|| {
+                let (_, context) = SessionOptions::new()
+                    .read_only()
+                    .open_with_context(path)
+                    .unwrap();
+                black_box(context.messages.len())
+            })
+        });
         let sm = SessionOptions::new().read_only().open(path).unwrap();
         group.bench_function(format!("context/{name}"), |b| {
             b.iter(|| black_box(sm.build_session_context().unwrap().messages.len()))
+        });
+        // Every entry parsed as a whole (the checked path, through a JSON value).
+        group.bench_function(format!("entries/{name}"), |b| {
+            b.iter(|| black_box(sm.entries().unwrap().len()))
         });
     }
     group.finish();

@@ -1510,3 +1510,133 @@ async fn over_http_a_model_call_has_one_budget_of_attempts() {
     session.prompt("again").await.unwrap();
     assert_eq!(session.last_assistant_text().as_deref(), Some("Hello"));
 }
+
+// ----- issue 11 ----------------------------------------------------------------------------
+
+/// Item 13: on a window no larger than the compaction reserve (16k with default settings)
+/// an empty or short conversation is never "compacted": no summary request, no compaction
+/// entry, nothing put ahead of the user's message, on any prompt.
+#[tokio::test]
+async fn a_window_within_the_reserve_never_compacts_nothing() {
+    let faux = faux_with(16_000);
+    let session = builder(&faux, SessionManager::in_memory("/p"))
+        .model(faux.get_model("small").unwrap())
+        .build()
+        .unwrap();
+    let rec = Recorder::attach(&session);
+    for i in 0..3 {
+        faux.push(FauxResponse::text(format!("reply {i}")));
+        session.prompt(format!("prompt {i}")).await.unwrap();
+    }
+    let requests = faux.requests();
+    assert_eq!(requests.len(), 3, "no summary requests");
+    assert!(!requests.iter().any(is_summary_request));
+    assert!(matches!(
+        requests[0].context.messages.as_slice(),
+        [Message::User(u)] if u.content.text() == "prompt 0"
+    ));
+    assert!(!entry_types(&entries(&session)).contains(&EntryType::Compaction));
+    assert_eq!(
+        roles(&context(&session)),
+        [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    assert!(
+        rec.session_events().iter().all(|e| !matches!(
+            e,
+            SessionEvent::CompactionStart { .. } | SessionEvent::CompactionEnd { .. }
+        )),
+        "{:?}",
+        rec.session_events()
+    );
+    // A manual compaction of it has nothing to do.
+    assert!(matches!(
+        session.compact(None).await,
+        Err(AgentSessionError::NothingToCompact)
+    ));
+}
+
+/// Item 13: on the same small window, a history longer than what a compaction keeps is
+/// still compacted (the summary covers real messages).
+#[tokio::test]
+async fn a_window_within_the_reserve_still_compacts_real_history() {
+    let faux = faux_with(16_000);
+    let mut settings = AgentSessionSettings::default();
+    settings.compaction.keep_recent_tokens = 150;
+    let session = builder(&faux, SessionManager::in_memory("/p"))
+        .model(faux.get_model("small").unwrap())
+        .settings(settings)
+        .build()
+        .unwrap();
+    script(
+        &faux,
+        12,
+        &summarizing(|_| FauxResponse::text("x".repeat(400))),
+    );
+    for i in 0..4 {
+        session
+            .prompt(format!("question {i}: {}", "q".repeat(400)))
+            .await
+            .unwrap();
+    }
+    let summaries: Vec<FauxRequest> = faux
+        .requests()
+        .into_iter()
+        .filter(is_summary_request)
+        .collect();
+    assert!(!summaries.is_empty());
+    for s in &summaries {
+        // What is summarized is the conversation, not nothing.
+        let text = format!("{:?}", s.context.messages);
+        assert!(
+            text.contains("[User]: question") || text.contains("[Assistant]: xxx"),
+            "{text}"
+        );
+    }
+    assert!(entry_types(&entries(&session)).contains(&EntryType::Compaction));
+}
+
+/// Item 8: a session holding a tool call whose arguments nest far past serde_json's limit
+/// of 128 reopens into an `AgentSession` that continues.
+#[tokio::test]
+async fn a_session_with_deeply_nested_tool_arguments_resumes() {
+    let dir = TempDir::new().unwrap();
+    let mut sm = new_session(&dir);
+    let mut args = json!(1);
+    for _ in 0..300 {
+        args = json!({ "k": [args] });
+    }
+    sm.append_message(pi_engine::UserMessage::text("go"))
+        .unwrap();
+    sm.append_message(
+        AssistantMessage::new("faux", "faux", "big")
+            .with_content(vec![pi_engine::AssistantContent::tool_call(
+                "call_1", "deep", args,
+            )])
+            .with_stop_reason(StopReason::ToolUse),
+    )
+    .unwrap();
+    sm.append_message(pi_engine::ToolResultMessage::new(
+        "call_1",
+        "deep",
+        vec![pi_engine::Content::text("done")],
+        false,
+    ))
+    .unwrap();
+    let path = sm.session_file().unwrap().to_owned();
+    drop(sm);
+
+    let faux = faux();
+    let session = builder(&faux, reopen(&path)).build().unwrap();
+    faux.push(FauxResponse::text("continued"));
+    session.prompt("next").await.unwrap();
+    let request = &faux.requests()[0];
+    assert_eq!(request.context.messages.len(), 4);
+    assert_eq!(roles(&context(&session)).len(), 5);
+}

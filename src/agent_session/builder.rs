@@ -241,6 +241,7 @@ impl AgentSessionBuilder {
             follow_up_texts: Vec::new(),
             overlay: None,
             guard_off: false,
+            reserve_warned: false,
             last_assistant: None,
             last_assistant_entry: None,
             persist_error: None,

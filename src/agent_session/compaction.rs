@@ -15,8 +15,8 @@ use crate::error::Error;
 use crate::message::{AssistantMessage, StopReason};
 use crate::session::SessionEntry;
 use crate::session::compaction::{
-    CompactionResult, Summarizer, calculate_context_tokens, compact, estimate_context_tokens_where,
-    prepare_compaction, should_compact,
+    CompactionPreparation, CompactionResult, Summarizer, calculate_context_tokens, compact,
+    estimate_context_tokens_where, prepare_compaction, should_compact,
 };
 
 /// pi's text when a second overflow follows a compaction.
@@ -97,12 +97,11 @@ impl Inner {
             .with_thinking_level(level))
     }
 
-    /// Compacts the session's current branch and records the compaction entry.
-    pub(super) async fn compact_branch(
-        self: &Arc<Self>,
-        custom_instructions: Option<&str>,
-        cancel: &CancellationToken,
-    ) -> Result<CompactionResult, CompactFailure> {
+    /// What a compaction of the current branch would summarize. Unlike pi, a branch with
+    /// nothing to summarize (no message before the kept ones: an empty conversation, or one
+    /// that fits in `keep_recent_tokens`) is [`CompactFailure::Nothing`] — pi summarizes the
+    /// empty conversation and puts that summary ahead of everything.
+    pub(super) fn prepare_branch(&self) -> Result<CompactionPreparation, CompactFailure> {
         let settings = self.state().settings.compaction;
         let path = self.session().branch_path(None)?;
         let Some(preparation) = prepare_compaction(&path, &settings) else {
@@ -111,7 +110,46 @@ impl Inner {
                 _ => CompactFailure::Nothing,
             });
         };
-        drop(path);
+        if preparation.messages_to_summarize.is_empty()
+            && preparation.turn_prefix_messages.is_empty()
+        {
+            return Err(CompactFailure::Nothing);
+        }
+        Ok(preparation)
+    }
+
+    /// Warns, once per session, when the compaction reserve leaves no room in the model's
+    /// context window (every context is then "over the threshold").
+    pub(super) fn warn_if_reserve_too_large(&self, window: u64, reserve: u64) {
+        if window == 0 || reserve < window {
+            return;
+        }
+        let model = self.model();
+        let mut st = self.state();
+        if !std::mem::replace(&mut st.reserve_warned, true) {
+            tracing::warn!(model = %model.id, context_window = window, reserve_tokens = reserve,
+                "the compaction reserve is not smaller than the model's context window: compaction runs only when there is history to summarize");
+        }
+    }
+
+    /// Compacts the session's current branch and records the compaction entry.
+    pub(super) async fn compact_branch(
+        self: &Arc<Self>,
+        custom_instructions: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<CompactionResult, CompactFailure> {
+        let preparation = self.prepare_branch()?;
+        self.compact_prepared(preparation, custom_instructions, cancel)
+            .await
+    }
+
+    /// Summarizes `preparation` and records the compaction entry.
+    async fn compact_prepared(
+        self: &Arc<Self>,
+        preparation: CompactionPreparation,
+        custom_instructions: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<CompactionResult, CompactFailure> {
         let summarizer = self
             .summarizer(cancel)
             .await
@@ -198,6 +236,7 @@ impl Inner {
         }
         let model = self.model();
         let window = model.context_window;
+        self.warn_if_reserve_too_large(window, settings.reserve_tokens);
         let same_model = reply.provider == model.provider && reply.model == model.id;
         let messages = self.agent.messages();
         let compacted_at = compaction_time(&messages);
@@ -244,7 +283,12 @@ impl Inner {
         } else {
             calculate_context_tokens(&reply.usage)
         };
+        // Nothing to summarize (unlike pi): no compaction, and no events for it.
         if should_compact(tokens, window, settings.reserve_tokens)
+            && !matches!(
+                self.prepare_branch(),
+                Err(CompactFailure::Nothing | CompactFailure::AlreadyCompacted)
+            )
             && self
                 .run_auto_compaction(CompactionReason::Threshold, false, op)
                 .await
@@ -280,6 +324,9 @@ impl Inner {
             None => Cow::Borrowed(messages),
         };
         let window = self.model().context_window;
+        if settings.enabled {
+            self.warn_if_reserve_too_large(window, settings.reserve_tokens);
+        }
         if !settings.enabled
             || off
             || cancel.is_cancelled()
@@ -287,11 +334,33 @@ impl Inner {
         {
             return view;
         }
+        // Nothing to summarize (the conversation fits in what a compaction keeps): no
+        // compaction, no events, and no more checks in this run.
+        let preparation = match self.prepare_branch() {
+            Ok(p) => p,
+            Err(CompactFailure::Nothing | CompactFailure::AlreadyCompacted) => {
+                self.state().guard_off = true;
+                return view;
+            }
+            Err(e) => {
+                self.state().guard_off = true;
+                let reason = CompactionReason::Threshold;
+                self.emit(SessionEvent::CompactionStart { reason });
+                self.emit(SessionEvent::CompactionEnd {
+                    reason,
+                    result: None,
+                    aborted: false,
+                    will_retry: false,
+                    error_message: Some(format!("Auto-compaction failed: {}", e.text())),
+                });
+                return view;
+            }
+        };
         let reason = CompactionReason::Threshold;
         self.emit(SessionEvent::CompactionStart { reason });
         let child = cancel.child_token();
         self.state().compaction_cancel = Some(child.clone());
-        let outcome = self.compact_branch(None, &child).await;
+        let outcome = self.compact_prepared(preparation, None, &child).await;
         self.state().compaction_cancel = None;
         let context = outcome.and_then(|result| {
             let context = self.session().build_session_context()?;

@@ -23,7 +23,7 @@ fn pi_retryable() -> Option<&'static Regex> {
 /// window holds (servers that truncate silently); or one that stopped at the length limit
 /// with no output and an input filling 99 % of the window.
 pub(crate) fn is_context_overflow(message: &AssistantMessage, context_window: u64) -> bool {
-    let input = message.usage.input + message.usage.cache_read;
+    let input = message.usage.input.saturating_add(message.usage.cache_read);
     match message.stop_reason {
         StopReason::Error => message.error().is_some_and(|e| e.is_context_overflow()),
         StopReason::Stop => context_window > 0 && input > context_window,
@@ -131,6 +131,19 @@ mod tests {
         let truncated = AssistantMessage::new("a", "p", "m")
             .with_usage(Usage::new(990, 0, 0, 0))
             .with_stop_reason(StopReason::Length);
+        assert!(is_context_overflow(&truncated, 1000));
+    }
+
+    #[test]
+    fn usage_near_the_maximum_saturates() {
+        let usage = Usage {
+            input: u64::MAX,
+            cache_read: u64::MAX,
+            ..Usage::default()
+        };
+        let huge = AssistantMessage::new("a", "p", "m").with_usage(usage);
+        assert!(is_context_overflow(&huge, 1000));
+        let truncated = huge.clone().with_stop_reason(StopReason::Length);
         assert!(is_context_overflow(&truncated, 1000));
     }
 

@@ -84,6 +84,9 @@ pub(super) struct State {
     /// Set after a compaction during a run that left the context over the threshold: no
     /// more compactions in that run (each would cost a summary and gain nothing).
     pub(super) guard_off: bool,
+    /// Whether the warning that the compaction reserve does not fit the model's window was
+    /// given (it is given once).
+    pub(super) reserve_warned: bool,
     /// The last assistant message of the current run, and its entry and the entry before it.
     pub(super) last_assistant: Option<AssistantMessage>,
     pub(super) last_assistant_entry: Option<(String, Option<String>)>,

@@ -99,17 +99,23 @@ pub(crate) fn stats(
                     .iter()
                     .filter(|c| matches!(c, AssistantContent::ToolCall(_)))
                     .count();
-                s.tokens.input += a.usage.input;
-                s.tokens.output += a.usage.output;
-                s.tokens.cache_read += a.usage.cache_read;
-                s.tokens.cache_write += a.usage.cache_write;
+                // Counts saturate: a provider reporting absurd usage must not panic or wrap.
+                let t = &mut s.tokens;
+                t.input = t.input.saturating_add(a.usage.input);
+                t.output = t.output.saturating_add(a.usage.output);
+                t.cache_read = t.cache_read.saturating_add(a.usage.cache_read);
+                t.cache_write = t.cache_write.saturating_add(a.usage.cache_write);
                 s.cost += a.usage.cost.total;
             }
             AgentMessage::Custom(_) => {}
         }
     }
     let t = &mut s.tokens;
-    t.total = t.input + t.output + t.cache_read + t.cache_write;
+    t.total = t
+        .input
+        .saturating_add(t.output)
+        .saturating_add(t.cache_read)
+        .saturating_add(t.cache_write);
     s
 }
 
@@ -145,4 +151,44 @@ pub(crate) fn context_usage(
         context_window,
         percent: Some(tokens as f64 / context_window as f64 * 100.0),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{AssistantMessage, Usage};
+
+    #[test]
+    fn token_totals_saturate() {
+        let usage = Usage {
+            input: u64::MAX - 1,
+            output: u64::MAX,
+            cache_read: 7,
+            cache_write: u64::MAX,
+            ..Usage::default()
+        };
+        let reply: AgentMessage = AssistantMessage::new("a", "p", "m")
+            .with_usage(usage)
+            .into();
+        let s = stats(&[reply.clone(), reply], None, "s".into(), None);
+        assert_eq!(s.assistant_messages, 2);
+        assert_eq!(s.tokens.input, u64::MAX);
+        assert_eq!(s.tokens.output, u64::MAX);
+        assert_eq!(s.tokens.cache_read, 14);
+        assert_eq!(s.tokens.total, u64::MAX);
+        assert!(context_usage(&s_messages(), 1000, None).is_some());
+    }
+
+    fn s_messages() -> Vec<AgentMessage> {
+        let usage = Usage {
+            input: u64::MAX,
+            output: u64::MAX,
+            ..Usage::default()
+        };
+        vec![
+            AssistantMessage::new("a", "p", "m")
+                .with_usage(usage)
+                .into(),
+        ]
+    }
 }

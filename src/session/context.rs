@@ -51,6 +51,7 @@ fn warn_skip(e: SessionError) -> Result<Item> {
             tracing::warn!(entry = %id, error = %source, "entry left out of the context: it does not have the shape of its type");
             Ok(Item::Skip)
         }
+        SessionError::UnreadableEntry { .. } => Ok(Item::Skip),
         other => Err(other),
     }
 }
@@ -101,7 +102,7 @@ fn assistant_model(line: &[u8]) -> Option<ModelRef> {
         #[serde(borrow)]
         message: super::scan::MsgHead<'a>,
     }
-    let l: Line<'_> = serde_json::from_slice(line).ok()?;
+    let l: Line<'_> = super::scan::from_slice_unbounded(line).ok()?;
     Some(ModelRef::new(
         l.message.provider.unwrap_or_default(),
         l.message.model.unwrap_or_default(),
@@ -152,11 +153,13 @@ pub(crate) fn build_with(
                     #[serde(borrow, default, rename = "thinkingLevel")]
                     level: LStr<'a>,
                 }
-                let level = serde_json::from_slice::<Line<'_>>(line).ok().and_then(|l| {
-                    l.level
-                        .as_deref()
-                        .and_then(|s| s.parse::<ThinkingLevel>().ok())
-                });
+                let level = super::scan::from_slice_unbounded::<Line<'_>>(line)
+                    .ok()
+                    .and_then(|l| {
+                        l.level
+                            .as_deref()
+                            .and_then(|s| s.parse::<ThinkingLevel>().ok())
+                    });
                 match level {
                     Some(l) => ctx.thinking_level = l,
                     None => tracing::warn!(entry = %node.id, "unknown thinking level ignored"),
@@ -242,10 +245,7 @@ fn parse_items(data: &Data, idxs: &[u32]) -> Result<Vec<Option<AgentMessage>>> {
         })?;
         Ok(out)
     };
-    let bytes: u64 = idxs
-        .iter()
-        .map(|&i| u64::from(data.index.node(i).loc.len))
-        .sum();
+    let bytes: u64 = idxs.iter().map(|&i| data.index.node(i).loc.len).sum();
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);

@@ -10,6 +10,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use super::scan::from_value_unbounded;
+
 use crate::ThinkingLevel;
 use crate::UserContent;
 use crate::agent::AgentMessage;
@@ -492,17 +494,17 @@ impl SessionEntry {
         map.remove("type");
         let value = Value::Object(map);
         Ok(match kind {
-            EntryType::Message => SessionEntry::Message(serde_json::from_value(value)?),
+            EntryType::Message => SessionEntry::Message(from_value_unbounded(value)?),
             EntryType::ThinkingLevelChange => {
-                SessionEntry::ThinkingLevelChange(serde_json::from_value(value)?)
+                SessionEntry::ThinkingLevelChange(from_value_unbounded(value)?)
             }
-            EntryType::ModelChange => SessionEntry::ModelChange(serde_json::from_value(value)?),
-            EntryType::Compaction => SessionEntry::Compaction(serde_json::from_value(value)?),
-            EntryType::BranchSummary => SessionEntry::BranchSummary(serde_json::from_value(value)?),
-            EntryType::Custom => SessionEntry::Custom(serde_json::from_value(value)?),
-            EntryType::CustomMessage => SessionEntry::CustomMessage(serde_json::from_value(value)?),
-            EntryType::Label => SessionEntry::Label(serde_json::from_value(value)?),
-            EntryType::SessionInfo => SessionEntry::SessionInfo(serde_json::from_value(value)?),
+            EntryType::ModelChange => SessionEntry::ModelChange(from_value_unbounded(value)?),
+            EntryType::Compaction => SessionEntry::Compaction(from_value_unbounded(value)?),
+            EntryType::BranchSummary => SessionEntry::BranchSummary(from_value_unbounded(value)?),
+            EntryType::Custom => SessionEntry::Custom(from_value_unbounded(value)?),
+            EntryType::CustomMessage => SessionEntry::CustomMessage(from_value_unbounded(value)?),
+            EntryType::Label => SessionEntry::Label(from_value_unbounded(value)?),
+            EntryType::SessionInfo => SessionEntry::SessionInfo(from_value_unbounded(value)?),
             EntryType::Unknown => unreachable_unknown()?,
         })
     }

@@ -19,6 +19,17 @@ pub enum SessionError {
         #[source]
         source: std::io::Error,
     },
+    /// With [`FsyncPolicy::Always`](super::FsyncPolicy::Always): the entry was written but
+    /// could not be forced to stable storage. It is not acknowledged: the append failed, the
+    /// leaf did not move, and the line was taken back out of the file.
+    #[error("session file {path}: cannot sync appended entries to disk: {source}")]
+    Sync {
+        /// The file.
+        path: PathBuf,
+        /// The error of `fdatasync`.
+        #[source]
+        source: std::io::Error,
+    },
     /// The file has content but no session header (`{"type":"session",...}`) as its first
     /// JSON line: it is not a pi session file. pi would silently truncate such a file; this
     /// crate leaves it alone.
@@ -61,11 +72,38 @@ pub enum SessionError {
         #[source]
         source: serde_json::Error,
     },
+    /// An entry's line was indexed when the file was opened (its `id` and `type` read), but
+    /// the line as a whole does not parse (for example a number too large for JSON's
+    /// doubles): that one entry cannot be read. Building the context leaves it out with a
+    /// `tracing` warning; the rest of the session is unaffected.
+    #[error("session file {path}: entry {id} (at byte {offset}) cannot be parsed: {source}")]
+    UnreadableEntry {
+        /// The file (empty for a session in memory).
+        path: PathBuf,
+        /// The entry's id.
+        id: String,
+        /// Where its line starts in the file.
+        offset: u64,
+        /// Why it does not parse.
+        #[source]
+        source: serde_json::Error,
+    },
     /// The file changed under this manager (an entry is no longer where it was written).
     #[error("session file {path} was modified by another program")]
     ModifiedExternally {
         /// The file.
         path: PathBuf,
+    },
+    /// An entry's line would be longer than the session's line bound
+    /// ([`SessionOptions::with_max_line_bytes`](super::SessionOptions::with_max_line_bytes),
+    /// default 256 MiB): nothing was written. A longer line in a file is skipped with a
+    /// warning when the file is read.
+    #[error("entry of {size} bytes is larger than the session line limit of {limit} bytes")]
+    EntryTooLarge {
+        /// The size of the entry's JSON line.
+        size: u64,
+        /// The bound in force.
+        limit: u64,
     },
     /// The session is read-only (opened with [`SessionOptions::read_only`](super::SessionOptions::read_only)).
     #[error("session {path} was opened read-only")]

@@ -20,12 +20,12 @@ use crate::agent::AgentMessage;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Loc {
     pub(crate) offset: u64,
-    pub(crate) len: u32,
+    pub(crate) len: u64,
 }
 
 impl Loc {
     pub(crate) fn end(self) -> u64 {
-        self.offset + u64::from(self.len)
+        self.offset + self.len
     }
 }
 
@@ -93,6 +93,9 @@ pub(crate) struct Loaded {
     pub(crate) ends_with_newline: bool,
     /// With `decode`: per node, its decoded message (empty otherwise).
     pub(crate) messages: Vec<Option<Box<AgentMessage>>>,
+    /// True when the header line is torn (not JSON) and `header` was made in memory: the
+    /// file is to be repaired before the first append.
+    pub(crate) header_made: bool,
 }
 
 impl Index {
@@ -263,6 +266,11 @@ enum Rec {
         offset: u64,
         error: String,
     },
+    /// A line longer than the bound, skipped unread.
+    TooLong {
+        offset: u64,
+        len: u64,
+    },
     /// A further `{"type":"session"}` line.
     Session,
     Entry(RawEntry),
@@ -349,6 +357,7 @@ fn scan_chunk<S: Source + ?Sized>(
     eof: u64,
     skip_partial: bool,
     mut decode: bool,
+    max_line: u64,
 ) -> io::Result<Vec<Rec>> {
     let from = if skip_partial { start - 1 } else { start };
     let mut scanner = LineScanner::at(
@@ -358,7 +367,8 @@ fn scan_chunk<S: Source + ?Sized>(
             end: eof,
         },
         from,
-    );
+    )
+    .with_max_line(max_line);
     if skip_partial {
         // The line that started before `start` belongs to the previous chunk.
         scanner.next_line()?;
@@ -368,12 +378,19 @@ fn scan_chunk<S: Source + ?Sized>(
         if line.offset >= stop {
             break;
         }
+        if let Some(len) = line.too_long {
+            out.push(Rec::TooLong {
+                offset: line.offset,
+                len,
+            });
+            continue;
+        }
         if is_blank(line.bytes) {
             continue;
         }
         let loc = Loc {
             offset: line.offset,
-            len: line.bytes.len() as u32,
+            len: line.bytes.len() as u64,
         };
         let rec = raw_entry(line.bytes, loc, decode);
         // After a compaction, what came before is likely summarized away: stop decoding.
@@ -396,6 +413,7 @@ fn scan_body<S: Source + ?Sized>(
     start: u64,
     eof: u64,
     decode: bool,
+    max_line: u64,
 ) -> io::Result<Vec<Rec>> {
     let body = eof.saturating_sub(start);
     let threads = std::thread::available_parallelism()
@@ -403,14 +421,14 @@ fn scan_body<S: Source + ?Sized>(
         .min(8) as u64;
     let chunks = (body / PARALLEL_MIN).clamp(1, threads.max(1));
     if chunks == 1 {
-        return scan_chunk(src, start, eof, eof, false, decode);
+        return scan_chunk(src, start, eof, eof, false, decode, max_line);
     }
     let bounds: Vec<u64> = (0..=chunks).map(|k| start + body * k / chunks).collect();
     let results: Vec<io::Result<Vec<Rec>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..chunks as usize)
             .map(|k| {
                 let (s, e) = (bounds[k], bounds[k + 1]);
-                scope.spawn(move || scan_chunk(src, s, e, eof, k > 0, decode))
+                scope.spawn(move || scan_chunk(src, s, e, eof, k > 0, decode, max_line))
             })
             .collect();
         handles
@@ -434,7 +452,18 @@ fn scan_body<S: Source + ?Sized>(
 /// compaction of each part of the file scanned (what comes before a compaction is usually
 /// not in the context): [`Loaded::messages`]. Building the context then reads the file only
 /// for what was not decoded.
-pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path, decode: bool) -> Result<Loaded> {
+///
+/// `max_line`: a longer line is skipped with a warning, without being read into memory.
+///
+/// A first line that is not JSON followed by an entry line is a torn header (a crash while
+/// the file was created): the header is made in memory ([`Loaded::header_made`]), with the
+/// session id of the file name when it has one, and a warning.
+pub(crate) fn load<S: Source + ?Sized>(
+    src: &S,
+    path: &Path,
+    decode: bool,
+    max_line: u64,
+) -> Result<Loaded> {
     let io_err = |e| SessionError::io(path, e);
     let eof = src.size().map_err(io_err)?;
     let mut header: Option<SessionHeader> = None;
@@ -444,6 +473,7 @@ pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path, decode: bool) -> Re
     let mut content_seen = false;
     let mut first_error: Option<String> = None;
     let mut body_start = eof;
+    let mut header_made = false;
 
     // The header: the first line that parses.
     let mut scanner = LineScanner::at(
@@ -453,8 +483,15 @@ pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path, decode: bool) -> Re
             end: eof,
         },
         0,
-    );
+    )
+    .with_max_line(max_line);
     while let Some(line) = scanner.next_line().map_err(io_err)? {
+        if let Some(len) = line.too_long {
+            tracing::warn!(path = %path.display(), offset = line.offset, len, max_line, "skipping a line longer than the bound");
+            content_seen = true;
+            first_error.get_or_insert_with(|| format!("a line of {len} bytes"));
+            continue;
+        }
         if is_blank(line.bytes) {
             continue;
         }
@@ -469,6 +506,19 @@ pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path, decode: bool) -> Re
         };
         let is_header = value.get("type").and_then(|t| t.as_str()) == Some("session")
             && value.get("id").is_some_and(|i| i.is_string());
+        let is_entry = value.get("type").is_some_and(|t| t.is_string())
+            && value.get("id").is_some_and(|i| i.is_string());
+        if !is_header && first_error.is_some() && is_entry {
+            // The header line is torn: a header is made in memory, the file is repaired at
+            // the first append.
+            let made = made_header(path, &value);
+            tracing::warn!(path = %path.display(), offset = line.offset, session = %made.id,
+                "the session header is not readable; using one made in memory (the file is repaired at the next append)");
+            header = Some(made);
+            header_made = true;
+            body_start = line.offset;
+            break;
+        }
         if !is_header {
             return Err(SessionError::NotASession {
                 path: path.to_owned(),
@@ -516,15 +566,20 @@ pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path, decode: bool) -> Re
             source_version,
             ends_with_newline: ends_with_newline(src, eof).map_err(io_err)?,
             messages: Vec::new(),
+            header_made,
         });
     }
 
     let decode = decode && source_version >= CURRENT_SESSION_VERSION;
     let mut messages: Vec<Option<Box<AgentMessage>>> = Vec::new();
-    for rec in scan_body(src, body_start, eof, decode).map_err(io_err)? {
+    for rec in scan_body(src, body_start, eof, decode, max_line).map_err(io_err)? {
         let raw = match rec {
             Rec::Corrupt { offset, error } => {
                 tracing::warn!(path = %path.display(), offset, error = %error, "skipping a corrupt session line");
+                continue;
+            }
+            Rec::TooLong { offset, len } => {
+                tracing::warn!(path = %path.display(), offset, len, max_line, "skipping a session line longer than the bound");
                 continue;
             }
             Rec::Session => {
@@ -604,7 +659,27 @@ pub(crate) fn load<S: Source + ?Sized>(src: &S, path: &Path, decode: bool) -> Re
         source_version,
         ends_with_newline: ends_with_newline(src, eof).map_err(io_err)?,
         messages,
+        header_made,
     })
+}
+
+/// The header of a file whose header line is torn: the session id from the file name
+/// (`<timestamp>_<id>.jsonl`, as sessions are named) when it has one, else a new one; the
+/// first entry's timestamp; the working directory is filled in by the caller.
+fn made_header(path: &Path, first_entry: &serde_json::Value) -> SessionHeader {
+    let from_name = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.rsplit_once('_'))
+        .and_then(|(_, id)| uuid::Uuid::parse_str(id).ok())
+        .map(|u| u.hyphenated().to_string());
+    let id = from_name.unwrap_or_else(|| uuid::Uuid::now_v7().hyphenated().to_string());
+    let timestamp = first_entry
+        .get("timestamp")
+        .and_then(|t| t.as_str())
+        .map(str::to_owned)
+        .unwrap_or_else(super::time::now_iso);
+    SessionHeader::new(id, timestamp, "")
 }
 
 fn ends_with_newline<S: Source + ?Sized>(src: &S, eof: u64) -> io::Result<bool> {

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::context::message_text;
 use super::error::{Result, SessionError};
-use super::scan::{LineScanner, is_blank, parse_head};
+use super::scan::{LineScanner, is_blank, parse_head, parse_value};
 use super::time::{iso_to_millis, millis_to_system_time};
 
 /// What a session listing shows of one session file (pi's `SessionInfo`).
@@ -65,7 +65,7 @@ pub(crate) fn session_info(path: &Path) -> Result<Option<SessionInfo>> {
             continue;
         }
         if header.is_none() {
-            match serde_json::from_slice::<Value>(line.bytes) {
+            match parse_value(line.bytes) {
                 Ok(v) if v.get("type").and_then(Value::as_str) == Some("session") => {
                     header = Some(v)
                 }
@@ -102,7 +102,7 @@ pub(crate) fn session_info(path: &Path) -> Result<Option<SessionInfo>> {
                 }
                 if first_message.is_empty()
                     && role == Some("user")
-                    && let Ok(v) = serde_json::from_slice::<Value>(line.bytes)
+                    && let Ok(v) = parse_value(line.bytes)
                     && let Some(msg) = v.get("message")
                 {
                     first_message = message_text(msg);
@@ -193,7 +193,7 @@ fn is_session_file(path: &Path) -> bool {
     };
     let mut scanner = LineScanner::new(file);
     match scanner.next_line() {
-        Ok(Some(line)) => serde_json::from_slice::<Value>(line.bytes).is_ok_and(|v| {
+        Ok(Some(line)) => parse_value(line.bytes).is_ok_and(|v| {
             v.get("type").and_then(Value::as_str) == Some("session")
                 && v.get("id").is_some_and(Value::is_string)
         }),

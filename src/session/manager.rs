@@ -17,7 +17,7 @@ use super::index::{self, Index, Node, Parent, Role};
 use super::list::{self, SessionInfo, encode_cwd};
 use super::migrate::migrate_header;
 use super::read::Data;
-use super::store::{FileStore, FsyncPolicy, Store};
+use super::store::{FileStore, FsyncPolicy, Store, SyncHook, SyncSettings};
 use super::time::{file_timestamp, iso_to_millis, now_iso};
 use super::tree::SessionTree;
 use crate::ThinkingLevel;
@@ -57,6 +57,8 @@ pub struct SessionOptions {
     cwd: Option<String>,
     fsync: FsyncPolicy,
     read_only: bool,
+    max_line: Option<u64>,
+    sync_hook: Option<SyncHook>,
 }
 
 /// Options of [`SessionManager::new_session`].
@@ -145,6 +147,38 @@ impl SessionOptions {
     pub fn with_fsync(mut self, policy: FsyncPolicy) -> Self {
         self.fsync = policy;
         self
+    }
+
+    /// The longest line a session file may hold (default 256 MiB, more than pi itself can
+    /// read). An append whose entry is longer fails with [`SessionError::EntryTooLarge`]
+    /// and writes nothing; a longer line in a file is skipped with a warning when the file
+    /// is read, without being read into memory. Memory while reading stays within a small
+    /// multiple of this bound.
+    #[must_use]
+    pub fn with_max_line_bytes(mut self, bytes: u64) -> Self {
+        self.max_line = Some(bytes);
+        self
+    }
+
+    /// Calls `hook` before every `fdatasync` of appended entries ([`FsyncPolicy::Always`]);
+    /// an error from it is taken as the sync's. For tests of the durability policy.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_sync_hook(mut self, hook: SyncHook) -> Self {
+        self.sync_hook = Some(hook);
+        self
+    }
+
+    pub(crate) fn sync_settings(&self) -> SyncSettings {
+        SyncSettings {
+            policy: self.fsync,
+            hook: self.sync_hook.clone(),
+        }
+    }
+
+    /// The line bound in effect (see [`with_max_line_bytes`](Self::with_max_line_bytes)).
+    pub fn max_line_bytes(&self) -> u64 {
+        self.max_line.unwrap_or(super::scan::DEFAULT_MAX_LINE)
     }
 
     /// Opens files for reading only: no lock is taken, appends fail with
@@ -241,10 +275,10 @@ impl SessionOptions {
         if !path.exists() {
             let cwd = self.cwd.clone().unwrap_or_else(current_dir);
             let mut sm = SessionManager::fresh(cwd, dir, self.clone(), NewSession::default());
-            sm.data.store = Store::File(FileStore::new_file(path, self.fsync));
+            sm.data.store = Store::File(FileStore::new_file(path, self.sync_settings()));
             return Ok((sm, Vec::new()));
         }
-        let store = FileStore::open(&path, self.read_only, self.fsync)?;
+        let store = FileStore::open(&path, self.read_only, self.sync_settings())?;
         SessionManager::from_store(store, dir, self.clone(), self.cwd.clone(), decode)
     }
 
@@ -284,7 +318,7 @@ impl SessionOptions {
             file_timestamp(&header.timestamp),
             header.id
         ));
-        let store = write_file(&path, &header, &src.data, &all, &[], self.fsync)?;
+        let store = write_file(&path, &header, &src.data, &all, &[], self.sync_settings())?;
         SessionManager::from_store(store, Some(dir), self.clone(), Some(target_cwd), false)
             .map(|(sm, _)| sm)
     }
@@ -307,8 +341,127 @@ fn current_dir() -> String {
         .unwrap_or_default()
 }
 
-fn to_line<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
-    serde_json::to_vec(value).map_err(SessionError::Serialize)
+/// One JSON line. The stack grows on the heap for a deeply nested value (`serde_stacker`),
+/// as it does when reading one back.
+pub(crate) fn to_line<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(256);
+    let mut ser = serde_json::Serializer::new(&mut out);
+    value
+        .serialize(serde_stacker::Serializer::new(&mut ser))
+        .map_err(SessionError::Serialize)?;
+    Ok(out)
+}
+
+/// The temporary file a rewrite of `path` is written to before it is renamed over `path`.
+/// The name is fixed (the writer's lock on `path` keeps rewrites from running at once), so
+/// a retry after a crash reuses it instead of leaving another one behind.
+fn rewrite_temp(path: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.migrating", path.display()))
+}
+
+/// Removes what interrupted rewrites of `path` left: `<file>.migrating`, a half-copied
+/// backup `<file>.migrating.bak`, and the `<file>.migrating-<pid>` files of earlier
+/// versions of this crate. Only called by the
+/// holder of `path`'s writer lock, so none of them is in use.
+fn remove_rewrite_leftovers(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return;
+    };
+    let prefix = format!("{name}.migrating");
+    let Ok(listing) = std::fs::read_dir(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    }) else {
+        return;
+    };
+    for entry in listing.flatten() {
+        let file_name = entry.file_name();
+        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let ours = rest.is_empty()
+            || rest == ".bak"
+            || rest
+                .strip_prefix('-')
+                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+        if ours {
+            let leftover = entry.path();
+            match std::fs::remove_file(&leftover) {
+                Ok(()) => {
+                    tracing::info!(path = %leftover.display(), "removed the leftover of an interrupted session rewrite")
+                }
+                Err(e) => {
+                    tracing::warn!(path = %leftover.display(), error = %e, "cannot remove the leftover of an interrupted session rewrite")
+                }
+            }
+        }
+    }
+}
+
+/// True when files `a` and `b` have the same content.
+fn same_content(a: &Path, b: &Path) -> std::io::Result<bool> {
+    let (fa, fb) = (File::open(a)?, File::open(b)?);
+    if fa.metadata()?.len() != fb.metadata()?.len() {
+        return Ok(false);
+    }
+    let (mut ra, mut rb) = (
+        std::io::BufReader::with_capacity(64 << 10, fa),
+        std::io::BufReader::with_capacity(64 << 10, fb),
+    );
+    let (mut ba, mut bb) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
+    loop {
+        let n = read_full(&mut ra, &mut ba)?;
+        let m = read_full(&mut rb, &mut bb)?;
+        if n != m || ba[..n] != bb[..m] {
+            return Ok(false);
+        }
+        if n == 0 {
+            return Ok(true);
+        }
+    }
+}
+
+fn read_full(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// A backup of `path` as `<file>.<suffix>` (then `.1`, `.2`, … when taken): an existing
+/// backup of identical content (left by an interrupted earlier attempt) is reused instead
+/// of adding another. The copy is made as `<file>.migrating.bak`, synced, then renamed into
+/// place, so a backup name only ever holds a complete copy.
+fn backup_of(path: &Path, suffix: &str) -> Result<PathBuf> {
+    let mut n = 0;
+    let backup = loop {
+        let candidate = if n == 0 {
+            PathBuf::from(format!("{}.{suffix}", path.display()))
+        } else {
+            PathBuf::from(format!("{}.{suffix}.{n}", path.display()))
+        };
+        if !candidate.exists() {
+            break candidate;
+        }
+        if same_content(path, &candidate).unwrap_or(false) {
+            return Ok(candidate);
+        }
+        n += 1;
+    };
+    let partial = PathBuf::from(format!("{}.bak", rewrite_temp(path).display()));
+    std::fs::copy(path, &partial).map_err(|e| SessionError::io(&partial, e))?;
+    File::open(&partial)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| SessionError::io(&partial, e))?;
+    std::fs::rename(&partial, &backup).map_err(|e| SessionError::io(&backup, e))?;
+    Ok(backup)
 }
 
 /// Writes a new session file: `header`, the (version 3) lines of `nodes` of `data`, then
@@ -319,7 +472,7 @@ fn write_file(
     data: &Data,
     nodes: &[u32],
     extra: &[Vec<u8>],
-    fsync: FsyncPolicy,
+    fsync: SyncSettings,
 ) -> Result<FileStore> {
     let mut store = FileStore::new_file(path.to_owned(), fsync);
     store.append(&[to_line(header)?])?;
@@ -382,6 +535,9 @@ pub struct SessionManager {
     header: SessionHeader,
     /// Whether the header line is in the store (a new file gets it with the first entry).
     header_written: bool,
+    /// The file's header line is torn and `header` was made in memory: the file is
+    /// rewritten with it (after a backup) before the first append.
+    header_made: bool,
     cwd: String,
     session_dir: Option<PathBuf>,
     options: SessionOptions,
@@ -455,7 +611,10 @@ impl SessionManager {
                     file_timestamp(&header.timestamp),
                     header.id
                 ));
-                (Store::File(FileStore::new_file(path, options.fsync)), false)
+                (
+                    Store::File(FileStore::new_file(path, options.sync_settings())),
+                    false,
+                )
             }
             None => (Store::Memory(Vec::new()), false),
         };
@@ -467,6 +626,7 @@ impl SessionManager {
             },
             header,
             header_written,
+            header_made: false,
             cwd,
             session_dir,
             options,
@@ -493,7 +653,7 @@ impl SessionManager {
     ) -> Result<(SessionManager, Vec<Option<Box<AgentMessage>>>)> {
         let path = store.path.clone();
         let loaded = match store.file() {
-            Some(file) => index::load(file, &path, decode)?,
+            Some(file) => index::load(file, &path, decode, options.max_line_bytes())?,
             None => return Err(SessionError::io(&path, std::io::ErrorKind::NotFound.into())),
         };
         let mut store = store;
@@ -508,6 +668,15 @@ impl SessionManager {
         let cwd = cwd_override
             .or_else(|| (!header.cwd.is_empty()).then(|| header.cwd.clone()))
             .unwrap_or_else(current_dir);
+        let mut header = header;
+        if loaded.header_made {
+            header.cwd = cwd.clone();
+        }
+        if !options.read_only && (loaded.header_made || loaded.source_version < 3) {
+            // This writer holds the lock: an earlier rewrite that was interrupted left its
+            // temporary file behind.
+            remove_rewrite_leftovers(&path);
+        }
         let leaf = loaded.index.len().checked_sub(1).map(|l| l as u32);
         let sm = SessionManager {
             data: Data {
@@ -517,6 +686,7 @@ impl SessionManager {
             },
             header,
             header_written: true,
+            header_made: loaded.header_made,
             cwd,
             session_dir,
             options,
@@ -600,14 +770,22 @@ impl SessionManager {
                 path: f.path.clone(),
             });
         }
-        if self.data.source_version < super::CURRENT_SESSION_VERSION {
+        let line = to_line(&entry)?;
+        let limit = self.options.max_line_bytes();
+        if line.len() as u64 > limit {
+            return Err(SessionError::EntryTooLarge {
+                size: line.len() as u64,
+                limit,
+            });
+        }
+        if self.data.source_version < super::CURRENT_SESSION_VERSION || self.header_made {
             self.rewrite_migrated()?;
         }
         let mut lines = Vec::with_capacity(2);
         if !self.header_written {
             lines.push(to_line(&self.header)?);
         }
-        lines.push(to_line(&entry)?);
+        lines.push(line);
         let locs = self.data.store.append(&lines)?;
         self.header_written = true;
         let parent = match entry.parent_id().and_then(|p| self.data.index.get(p)) {
@@ -638,26 +816,26 @@ impl SessionManager {
         Ok(id)
     }
 
-    /// Rewrites an old-format file as version 3 before the first append: the original is
-    /// copied to `<file>.v<N>.bak` first, the new file is written beside it and renamed
-    /// over it (so the path always holds a complete file), and the lock moves to it.
+    /// Rewrites an old-format file as version 3 (or a file with a torn header with the header
+    /// made in memory) before the first append: the original is copied to `<file>.v<N>.bak`
+    /// (`<file>.header.bak` for a torn header) first — unless a backup of identical content
+    /// is already there, from an earlier attempt — then the new file is written beside it as
+    /// `<file>.migrating` and renamed over it (so the path always holds a complete file),
+    /// and the lock moves to it. A retry after a crash overwrites the temporary file.
     fn rewrite_migrated(&mut self) -> Result<()> {
         let Store::File(old) = &self.data.store else {
             self.data.source_version = super::CURRENT_SESSION_VERSION;
+            self.header_made = false;
             return Ok(());
         };
         let path = old.path.clone();
         let version = self.data.source_version;
-        let mut backup = PathBuf::from(format!("{}.v{version}.bak", path.display()));
-        let mut n = 1;
-        while backup.exists() {
-            backup = PathBuf::from(format!("{}.v{version}.bak.{n}", path.display()));
-            n += 1;
-        }
-        std::fs::copy(&path, &backup).map_err(|e| SessionError::io(&backup, e))?;
-        File::open(&backup)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| SessionError::io(&backup, e))?;
+        let suffix = if version < super::CURRENT_SESSION_VERSION {
+            format!("v{version}.bak")
+        } else {
+            "header.bak".to_owned()
+        };
+        let backup = backup_of(&path, &suffix)?;
 
         let mut header = serde_json::to_value(&self.header).map_err(SessionError::Serialize)?;
         if let Value::Object(obj) = &mut header {
@@ -665,14 +843,20 @@ impl SessionManager {
         }
         let header: SessionHeader =
             serde_json::from_value(header).map_err(SessionError::Serialize)?;
-        let tmp = PathBuf::from(format!(
-            "{}.migrating-{}",
-            path.display(),
-            std::process::id()
-        ));
+        let tmp = rewrite_temp(&path);
         let _ = std::fs::remove_file(&tmp);
         let all: Vec<u32> = (0..self.data.index.len() as u32).collect();
-        let store = write_file(&tmp, &header, &self.data, &all, &[], FsyncPolicy::Always);
+        let store = write_file(
+            &tmp,
+            &header,
+            &self.data,
+            &all,
+            &[],
+            SyncSettings {
+                policy: FsyncPolicy::Always,
+                hook: self.options.sync_hook.clone(),
+            },
+        );
         let store = match store {
             Ok(s) => s,
             Err(e) => {
@@ -683,8 +867,10 @@ impl SessionManager {
         std::fs::rename(&tmp, &path).map_err(|e| SessionError::io(&path, e))?;
         let mut store = store;
         store.path = path.clone();
+        // The rewrite was synced; appends follow the session's own policy.
+        store.fsync = self.options.sync_settings();
         tracing::info!(path = %path.display(), backup = %backup.display(), from = version,
-            "migrated session file to version 3");
+            header_made = self.header_made, "rewrote session file as version 3");
         let leaf_id = self.leaf.map(|l| self.data.index.node(l).id.clone());
         let reopened = SessionManager::from_store(
             store,
@@ -1072,7 +1258,7 @@ impl SessionManager {
                     &self.data,
                     &path,
                     &label_lines,
-                    self.options.fsync,
+                    self.options.sync_settings(),
                 )?;
                 *self = SessionManager::from_store(
                     store,
@@ -1091,7 +1277,7 @@ impl SessionManager {
                     image.extend_from_slice(&line);
                     image.push(b'\n');
                 }
-                let loaded = index::load(image.as_slice(), Path::new("<memory>"), false)?;
+                let loaded = index::load(image.as_slice(), Path::new("<memory>"), false, u64::MAX)?;
                 let leaf = loaded.index.len().checked_sub(1).map(|l| l as u32);
                 self.data = Data {
                     index: loaded.index,

@@ -40,13 +40,28 @@
 //!   once the operating system has it ([`FsyncPolicy::Always`] also survives power loss).
 //!   A torn or corrupt line (a crash mid-write, a bad edit) is skipped with a warning when
 //!   the file is read, and the next append starts on a fresh line, so the file stays valid
-//!   and nothing in it is rewritten.
+//!   and nothing in it is rewritten. With [`FsyncPolicy::Always`] a failed sync fails the
+//!   append ([`SessionError::Sync`]) and takes its line back out of the file.
 //! * **One writer.** A writer holds an advisory lock on its file; a second one — in another
 //!   process or this one — gets [`SessionError::Locked`] instead of interleaving lines.
 //! * **Old formats.** Version 1 and 2 files (pi's legacy formats) are migrated as pi does
 //!   it (ids and parent links for v1, `firstKeptEntryIndex` → `firstKeptEntryId`,
 //!   `hookMessage` → `custom`), but with deterministic ids, and without touching the file
 //!   until the first append — which first copies the original to `<file>.v<N>.bak`.
+//! * **Torn header.** A file whose header line is torn but whose entries are valid opens with
+//!   a header made in memory (the session id from the file name) and a warning; the first
+//!   append backs it up to `<file>.header.bak` and rewrites it with that header.
+//! * **Interrupted rewrites.** A rewrite (migration, header repair) writes `<file>.migrating`
+//!   and renames it over the file; what a crash leaves of it is removed at the next writable
+//!   open, and a backup of identical content is reused rather than added again.
+//! * **Bounded lines.** A line may be at most 256 MiB
+//!   ([`SessionOptions::with_max_line_bytes`]): a longer entry is refused at write
+//!   ([`SessionError::EntryTooLarge`]), a longer line in a file is skipped with a warning
+//!   without being read into memory.
+//! * **Any depth.** Lines are read without serde_json's nesting limit of 128 (the stack grows
+//!   on the heap for a deeper value), so whatever is written reads back. An indexed entry
+//!   whose line does not parse as a whole is [`SessionError::UnreadableEntry`], left out of
+//!   the context with a warning.
 //! * **Large sessions.** Only an index (id, parent, type, timestamp, byte offset per entry)
 //!   is kept in memory; bodies are parsed when asked for, and building the context reads
 //!   only the entries it returns.
@@ -67,6 +82,8 @@
 //! * old files get deterministic ids and are rewritten only at the first append, after a
 //!   backup; pi draws random ids and rewrites the file on every open;
 //! * a cycle in the parent links stops the walk with a warning; pi loops forever;
+//! * a torn header is replaced by one made in memory; pi starts such a file over;
+//! * a line over the bound is refused or skipped; pi reads the file whole, whatever its size;
 //! * [`SessionInfo`] has no `allMessagesText` (pi's listings hold every message's text).
 //!
 //! ## Compaction
@@ -111,5 +128,9 @@ pub use messages::{
     COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX, CompactionSummaryMessage,
     ExtensionMessage, convert_to_llm, to_llm,
 };
+#[doc(hidden)]
+pub use read::parse_line;
 pub use store::FsyncPolicy;
+#[doc(hidden)]
+pub use store::SyncHook;
 pub use tree::{SessionTree, TreeNode};

@@ -8,7 +8,7 @@ use super::entry::SessionEntry;
 use super::error::{Result, SessionError};
 use super::index::Index;
 use super::migrate::migrate_entry;
-use super::scan::{LStr, parse_value};
+use super::scan::{LStr, from_str_unbounded, from_value_unbounded, parse_head, parse_value};
 use super::store::Store;
 use crate::agent::AgentMessage;
 
@@ -28,9 +28,31 @@ impl Data {
         }
     }
 
+    /// The error for a line of node `idx` that does not parse: the entry is unreadable when
+    /// the line still is that entry's (its head parses and carries its id), else the file
+    /// was changed under the index.
+    fn unparsable(&self, idx: u32, line: &[u8], source: serde_json::Error) -> SessionError {
+        let node = self.index.node(idx);
+        let same = parse_head(line).is_ok_and(|h| {
+            // Version 1 entries have no ids of their own (they are assigned on load).
+            self.source_version < 2 || h.id.as_deref() == Some(&*node.id)
+        });
+        if !same {
+            return self.modified();
+        }
+        tracing::warn!(path = %self.store.path().unwrap_or(std::path::Path::new("<memory>")).display(),
+            entry = %node.id, offset = node.loc.offset, error = %source, "a session entry cannot be parsed");
+        SessionError::UnreadableEntry {
+            path: self.store.path().map(ToOwned::to_owned).unwrap_or_default(),
+            id: node.id.to_string(),
+            offset: node.loc.offset,
+            source,
+        }
+    }
+
     /// The (migrated) JSON object of node `idx`, given its line.
     pub(crate) fn value_of(&self, idx: u32, line: &[u8]) -> Result<serde_json::Map<String, Value>> {
-        let value = parse_value(line).map_err(|_| self.modified())?;
+        let value = parse_value(line).map_err(|e| self.unparsable(idx, line, e))?;
         let Value::Object(mut obj) = value else {
             return Err(self.modified());
         };
@@ -72,7 +94,7 @@ impl Data {
         // check of each string, a large share of the parse on text-heavy sessions.
         if self.source_version >= 3
             && let Ok(text) = simdutf8::basic::from_utf8(line)
-            && let Ok(l) = serde_json::from_str::<MessageLine<'_>>(text)
+            && let Ok(l) = from_str_unbounded::<MessageLine<'_>>(text)
         {
             if l.id.as_deref() != Some(&*self.index.node(idx).id) {
                 return Err(self.modified());
@@ -81,7 +103,7 @@ impl Data {
         }
         let mut obj = self.value_of(idx, line)?;
         let message = obj.remove("message").unwrap_or(Value::Null);
-        serde_json::from_value(message).map_err(invalid)
+        from_value_unbounded(message).map_err(invalid)
     }
 
     /// Typed entries for nodes `idxs`, in that order.
@@ -104,10 +126,33 @@ impl Data {
                 out.push(line.to_vec());
             } else {
                 let obj = self.value_of(idxs[k], line)?;
-                out.push(serde_json::to_vec(&obj).map_err(SessionError::Serialize)?);
+                out.push(super::manager::to_line(&obj)?);
             }
             Ok(())
         })?;
         Ok(out)
     }
+}
+
+/// Parses one session line the ways the reader does — the index's lenient pass over the
+/// top-level fields, the one-pass message decoding, and the checked parse into a typed
+/// entry — and returns the typed entry. For fuzzing and tests; not part of the stable API.
+#[doc(hidden)]
+pub fn parse_line(line: &[u8]) -> std::result::Result<SessionEntry, serde_json::Error> {
+    let head = parse_head(line);
+    let decoded = super::scan::parse_head_with_message(line);
+    let entry = SessionEntry::from_value(parse_value(line)?)?;
+    // What the fast paths read must agree with the checked parse.
+    if let Some(h) = decoded
+        && h.id.as_deref() != Some(entry.id())
+        && matches!(entry, SessionEntry::Message(_))
+    {
+        return Err(serde::de::Error::custom("the one-pass decoding disagrees"));
+    }
+    if let Ok(h) = head
+        && h.id.as_deref() != Some(entry.id())
+    {
+        return Err(serde::de::Error::custom("the index's pass disagrees"));
+    }
+    Ok(entry)
 }

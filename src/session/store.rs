@@ -13,6 +13,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::error::{Result, SessionError};
 use super::index::Loc;
@@ -32,6 +33,44 @@ pub enum FsyncPolicy {
     Always,
 }
 
+/// A function called in place of each `fdatasync` of appended entries (after which the
+/// real sync runs when it returns `Ok`): for tests of the durability policy, which count
+/// syncs and make them fail. Not part of the stable API.
+#[doc(hidden)]
+#[derive(Clone)]
+pub struct SyncHook(pub(crate) Arc<SyncFn>);
+
+type SyncFn = dyn Fn(&Path) -> std::io::Result<()> + Send + Sync;
+
+impl SyncHook {
+    /// Wraps `f`.
+    pub fn new(f: impl Fn(&Path) -> std::io::Result<()> + Send + Sync + 'static) -> Self {
+        SyncHook(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for SyncHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SyncHook")
+    }
+}
+
+/// The durability settings of a file store: the policy, and the test hook on its syncs.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SyncSettings {
+    pub(crate) policy: FsyncPolicy,
+    pub(crate) hook: Option<SyncHook>,
+}
+
+impl SyncSettings {
+    fn sync(&self, file: &File, path: &Path) -> std::io::Result<()> {
+        if let Some(hook) = &self.hook {
+            (hook.0)(path)?;
+        }
+        file.sync_data()
+    }
+}
+
 /// The lines of a session.
 #[derive(Debug)]
 pub(crate) enum Store {
@@ -46,7 +85,7 @@ pub(crate) struct FileStore {
     file: Option<File>,
     writable: bool,
     needs_newline: bool,
-    fsync: FsyncPolicy,
+    pub(crate) fsync: SyncSettings,
 }
 
 fn lock(file: &File, path: &Path) -> Result<()> {
@@ -98,7 +137,7 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::R
 impl FileStore {
     /// Opens an existing file for reading, and for appending unless `read_only`; a writer
     /// takes the lock.
-    pub(crate) fn open(path: &Path, read_only: bool, fsync: FsyncPolicy) -> Result<FileStore> {
+    pub(crate) fn open(path: &Path, read_only: bool, fsync: SyncSettings) -> Result<FileStore> {
         let file = if read_only {
             File::open(path)
         } else {
@@ -118,7 +157,7 @@ impl FileStore {
     }
 
     /// A store for a file that does not exist yet; it is created by the first append.
-    pub(crate) fn new_file(path: PathBuf, fsync: FsyncPolicy) -> FileStore {
+    pub(crate) fn new_file(path: PathBuf, fsync: SyncSettings) -> FileStore {
         FileStore {
             path,
             file: None,
@@ -169,20 +208,17 @@ impl FileStore {
             buf.push(b'\n');
         }
         let path = self.path.clone();
-        let fsync = self.fsync;
+        let fsync = self.fsync.clone();
         let file = match self.file.as_ref() {
             Some(f) => f,
             None => self.create()?,
         };
         let mut writer: &File = file;
-        let written = writer.write_all(&buf).and_then(|()| {
-            if fsync == FsyncPolicy::Always {
-                file.sync_data()?;
-            }
-            // With O_APPEND the position is now the end of what was just written, even if
-            // another program appended before us.
-            writer.stream_position()
-        });
+        // With O_APPEND the position is now the end of what was just written, even if
+        // another program appended before us.
+        let written = writer
+            .write_all(&buf)
+            .and_then(|()| writer.stream_position());
         let end = match written {
             Ok(end) => end,
             Err(e) => {
@@ -191,6 +227,18 @@ impl FileStore {
                 return Err(SessionError::io(path, e));
             }
         };
+        if fsync.policy == FsyncPolicy::Always
+            && let Err(source) = fsync.sync(file, &path)
+        {
+            // Not durable, so not acknowledged: take the lines back out of the file (this
+            // writer holds the lock, nobody appended after them), so a reopen does not
+            // show them either. Should that fail too, the next append starts a new line.
+            let start = end - buf.len() as u64;
+            if file.set_len(start).is_err() {
+                self.needs_newline = true;
+            }
+            return Err(SessionError::Sync { path, source });
+        }
         self.needs_newline = false;
         let mut offset = end - buf.len() as u64 + lead as u64;
         Ok(lines
@@ -198,7 +246,7 @@ impl FileStore {
             .map(|l| {
                 let loc = Loc {
                     offset,
-                    len: l.len() as u32,
+                    len: l.len() as u64,
                 };
                 offset += l.len() as u64 + 1;
                 loc
@@ -216,7 +264,7 @@ impl Store {
                 .map(|l| {
                     let loc = Loc {
                         offset: buf.len() as u64,
-                        len: l.len() as u32,
+                        len: l.len() as u64,
                     };
                     buf.extend_from_slice(l);
                     buf.push(b'\n');

@@ -101,7 +101,7 @@ pub fn prepare_branch_entries(entries: &[SessionEntry], token_budget: u64) -> Pr
         let Some(message) = message else { continue };
         file_ops.add_message(&message);
         let tokens = estimate_tokens(&message);
-        if token_budget > 0 && total + tokens > token_budget {
+        if token_budget > 0 && total.saturating_add(tokens) > token_budget {
             let summary = matches!(
                 entry,
                 SessionEntry::Compaction(_) | SessionEntry::BranchSummary(_)

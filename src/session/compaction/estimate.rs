@@ -38,7 +38,12 @@ pub(crate) fn js_len(s: &str) -> u64 {
 pub fn calculate_context_tokens(usage: &Usage) -> u64 {
     match usage.total_tokens {
         Some(total) if total > 0 => total,
-        _ => usage.input + usage.output + usage.cache_read + usage.cache_write,
+        // Saturating: absurd counts from a provider must not panic or wrap.
+        _ => usage
+            .input
+            .saturating_add(usage.output)
+            .saturating_add(usage.cache_read)
+            .saturating_add(usage.cache_write),
     }
 }
 
@@ -179,9 +184,9 @@ pub(crate) fn estimate_context_tokens_where<M: Borrow<AgentMessage>>(
             let trailing_tokens = messages[index + 1..]
                 .iter()
                 .map(|m| estimate_tokens(m.borrow()))
-                .sum();
+                .fold(0u64, u64::saturating_add);
             ContextEstimate {
-                tokens: usage_tokens + trailing_tokens,
+                tokens: usage_tokens.saturating_add(trailing_tokens),
                 usage_tokens,
                 trailing_tokens,
                 last_usage_index: Some(index),
@@ -208,6 +213,24 @@ pub fn should_compact(context_tokens: u64, context_window: u64, reserve_tokens: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_near_the_maximum_saturate() {
+        let usage = Usage {
+            input: u64::MAX,
+            output: 5,
+            total_tokens: None,
+            ..Usage::default()
+        };
+        assert_eq!(calculate_context_tokens(&usage), u64::MAX);
+        let reply: AgentMessage = crate::message::AssistantMessage::new("a", "p", "m")
+            .with_usage(usage)
+            .into();
+        let trailing: AgentMessage = crate::message::UserMessage::text("x".repeat(400)).into();
+        let e = estimate_context_tokens(&[reply, trailing]);
+        assert_eq!(e.tokens, u64::MAX);
+        assert!(should_compact(e.tokens, 1000, 100));
+    }
     use crate::message::{ImageContent, ToolResultMessage, UserMessage};
     use crate::session::{BashExecutionMessage, CompactionSummaryMessage, ExtensionMessage};
     use serde_json::json;
