@@ -16,6 +16,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -259,6 +260,7 @@ struct Settings {
     options: StreamOptions,
     tool_execution: ToolExecutionMode,
     max_turns: Option<usize>,
+    tool_abort_grace: Duration,
     hooks: AgentHooks,
 }
 
@@ -402,6 +404,16 @@ impl AgentBuilder {
         self
     }
 
+    /// How long tools still running when a run is aborted get to stop on their own before
+    /// they are dropped with an `"Operation aborted"` error result (see
+    /// [`AgentLoopConfig::tool_abort_grace`]). Default: [`DEFAULT_TOOL_ABORT_GRACE`] (5 s).
+    ///
+    /// [`DEFAULT_TOOL_ABORT_GRACE`]: crate::agent::DEFAULT_TOOL_ABORT_GRACE
+    pub fn tool_abort_grace(mut self, grace: Duration) -> Self {
+        self.settings.tool_abort_grace = grace;
+        self
+    }
+
     /// How steering messages are delivered. Default: one at a time.
     pub fn steering_mode(mut self, mode: QueueMode) -> Self {
         self.steering_mode = mode;
@@ -499,6 +511,7 @@ impl Agent {
                 options: StreamOptions::new(),
                 tool_execution: ToolExecutionMode::Parallel,
                 max_turns: None,
+                tool_abort_grace: crate::agent::DEFAULT_TOOL_ABORT_GRACE,
                 hooks: AgentHooks::new(),
             },
             steering_mode: QueueMode::OneAtATime,
@@ -631,6 +644,12 @@ impl Agent {
     /// Sets the tool execution mode (from the next run on).
     pub fn set_tool_execution(&self, mode: ToolExecutionMode) {
         lock(&self.inner.settings).tool_execution = mode;
+    }
+
+    /// Sets the abort grace of running tools (from the next run on; see
+    /// [`AgentBuilder::tool_abort_grace`]).
+    pub fn set_tool_abort_grace(&self, grace: Duration) {
+        lock(&self.inner.settings).tool_abort_grace = grace;
     }
 
     /// Sets or removes the turn limit (from the next run on).
@@ -853,6 +872,7 @@ impl Agent {
             .with_tool_execution(settings.tool_execution)
             .with_hooks(settings.hooks.clone());
         config.max_turns = settings.max_turns;
+        config.tool_abort_grace = settings.tool_abort_grace;
         drop(settings);
         let agent = Arc::downgrade(&self.inner);
         let skip = AtomicBool::new(skip_initial_steering_poll);
@@ -1015,7 +1035,14 @@ impl Agent {
                 s.pending_tool_calls.push(tool_call_id.clone());
             }
             AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
-                s.pending_tool_calls.retain(|id| id != tool_call_id);
+                // Calls mostly end in the order they started: find the first match only.
+                if let Some(i) = s
+                    .pending_tool_calls
+                    .iter()
+                    .position(|id| id == tool_call_id)
+                {
+                    s.pending_tool_calls.remove(i);
+                }
             }
             AgentEvent::TurnEnd { message, .. } if message.error_message.is_some() => {
                 s.error_message.clone_from(&message.error_message);
