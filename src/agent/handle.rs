@@ -724,7 +724,10 @@ impl Agent {
 
     /// Aborts the active run, if any: the model call in flight ends `aborted` with its
     /// partial content, running tools and hooks see the token cancelled, and no tool starts
-    /// and no model call is made afterwards. Queued messages stay queued.
+    /// and no model call is made afterwards. A tool (or `before_tool_call` hook) that has not
+    /// returned within the abort grace ([`AgentBuilder::tool_abort_grace`], 5 s by default)
+    /// is dropped and its call ends with an `"Operation aborted"` error result, so the run
+    /// always ends (with `agent_end`). Queued messages stay queued.
     pub fn abort(&self) {
         if let Some(token) = &self.state().run {
             token.cancel();
