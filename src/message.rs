@@ -423,22 +423,31 @@ impl Usage {
             output,
             cache_read,
             cache_write,
-            total_tokens: Some(input + output + cache_read + cache_write),
+            total_tokens: Some(sum_counts(input, output, cache_read, cache_write)),
             cost: Cost::default(),
             extra: Extra::new(),
         }
     }
 
-    /// `totalTokens`, or the sum of the four counts when it is absent.
+    /// `totalTokens`, or the sum of the four counts when it is absent (saturating at
+    /// `u64::MAX`).
     pub fn total(&self) -> u64 {
-        self.total_tokens
-            .unwrap_or(self.input + self.output + self.cache_read + self.cache_write)
+        self.total_tokens.unwrap_or_else(|| self.sum())
     }
 
-    /// Sets `totalTokens` to the sum of the four counts.
+    /// Sets `totalTokens` to the sum of the four counts (saturating at `u64::MAX`).
     pub fn recompute_total(&mut self) {
-        self.total_tokens = Some(self.input + self.output + self.cache_read + self.cache_write);
+        self.total_tokens = Some(self.sum());
     }
+
+    fn sum(&self) -> u64 {
+        sum_counts(self.input, self.output, self.cache_read, self.cache_write)
+    }
+}
+
+/// The sum of four token counts, saturating: a provider's absurd count must not overflow.
+fn sum_counts(a: u64, b: u64, c: u64, d: u64) -> u64 {
+    a.saturating_add(b).saturating_add(c).saturating_add(d)
 }
 
 /// A reply from the model, complete or (while streaming) partial.

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
@@ -427,6 +428,10 @@ impl AgentHooks {
     }
 }
 
+/// How long, by default, tools still running when a run is aborted get to stop on their own
+/// (see [`AgentLoopConfig::tool_abort_grace`]): 5 seconds.
+pub const DEFAULT_TOOL_ABORT_GRACE: Duration = Duration::from_secs(5);
+
 /// Everything a run needs besides its context: the model, options, limits and hooks.
 ///
 /// ```
@@ -454,6 +459,13 @@ pub struct AgentLoopConfig {
     pub tool_execution: ToolExecutionMode,
     /// Ends the run after this many turns (a guard pi lacks). `None`, the default, is no limit.
     pub max_turns: Option<usize>,
+    /// How long tools (and `before_tool_call`/`after_tool_call` hooks) still running when the
+    /// run is aborted get to return after their cancellation token fires. A call still
+    /// running then is dropped (its future with it) and ends with the error result
+    /// `"Operation aborted"`, so a tool that ignores its token cannot keep the run alive;
+    /// anything it reports afterwards is discarded with a warning. Default:
+    /// [`DEFAULT_TOOL_ABORT_GRACE`] (5 s). A guard pi lacks (pi waits for the tool forever).
+    pub tool_abort_grace: Duration,
     /// The application's hooks.
     pub hooks: AgentHooks,
     pub(crate) steering: Option<Arc<MessagesFn>>,
@@ -468,6 +480,7 @@ impl fmt::Debug for AgentLoopConfig {
             .field("options", &self.options)
             .field("tool_execution", &self.tool_execution)
             .field("max_turns", &self.max_turns)
+            .field("tool_abort_grace", &self.tool_abort_grace)
             .field("hooks", &self.hooks)
             .finish_non_exhaustive()
     }
@@ -482,6 +495,7 @@ impl AgentLoopConfig {
             options: StreamOptions::new(),
             tool_execution: ToolExecutionMode::Parallel,
             max_turns: None,
+            tool_abort_grace: DEFAULT_TOOL_ABORT_GRACE,
             hooks: AgentHooks::new(),
             steering: None,
             follow_up: None,
@@ -509,6 +523,23 @@ impl AgentLoopConfig {
     /// Ends the run after `turns` turns.
     pub fn with_max_turns(mut self, turns: usize) -> Self {
         self.max_turns = Some(turns);
+        self
+    }
+
+    /// Sets how long tools still running at an abort get to stop before they are dropped
+    /// (see [`tool_abort_grace`](Self::tool_abort_grace); default 5 s).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use pi_engine::agent::AgentLoopConfig;
+    /// use pi_engine::Model;
+    ///
+    /// let config = AgentLoopConfig::new(Model::new("m", "faux", "faux", ""))
+    ///     .with_tool_abort_grace(Duration::from_millis(500));
+    /// assert_eq!(config.tool_abort_grace, Duration::from_millis(500));
+    /// ```
+    pub fn with_tool_abort_grace(mut self, grace: Duration) -> Self {
+        self.tool_abort_grace = grace;
         self
     }
 

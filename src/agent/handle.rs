@@ -16,6 +16,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -259,6 +260,7 @@ struct Settings {
     options: StreamOptions,
     tool_execution: ToolExecutionMode,
     max_turns: Option<usize>,
+    tool_abort_grace: Duration,
     hooks: AgentHooks,
 }
 
@@ -402,6 +404,16 @@ impl AgentBuilder {
         self
     }
 
+    /// How long tools still running when a run is aborted get to stop on their own before
+    /// they are dropped with an `"Operation aborted"` error result (see
+    /// [`AgentLoopConfig::tool_abort_grace`]). Default: [`DEFAULT_TOOL_ABORT_GRACE`] (5 s).
+    ///
+    /// [`DEFAULT_TOOL_ABORT_GRACE`]: crate::agent::DEFAULT_TOOL_ABORT_GRACE
+    pub fn tool_abort_grace(mut self, grace: Duration) -> Self {
+        self.settings.tool_abort_grace = grace;
+        self
+    }
+
     /// How steering messages are delivered. Default: one at a time.
     pub fn steering_mode(mut self, mode: QueueMode) -> Self {
         self.steering_mode = mode;
@@ -499,6 +511,7 @@ impl Agent {
                 options: StreamOptions::new(),
                 tool_execution: ToolExecutionMode::Parallel,
                 max_turns: None,
+                tool_abort_grace: crate::agent::DEFAULT_TOOL_ABORT_GRACE,
                 hooks: AgentHooks::new(),
             },
             steering_mode: QueueMode::OneAtATime,
@@ -633,6 +646,12 @@ impl Agent {
         lock(&self.inner.settings).tool_execution = mode;
     }
 
+    /// Sets the abort grace of running tools (from the next run on; see
+    /// [`AgentBuilder::tool_abort_grace`]).
+    pub fn set_tool_abort_grace(&self, grace: Duration) {
+        lock(&self.inner.settings).tool_abort_grace = grace;
+    }
+
     /// Sets or removes the turn limit (from the next run on).
     pub fn set_max_turns(&self, turns: Option<usize>) {
         lock(&self.inner.settings).max_turns = turns;
@@ -705,7 +724,10 @@ impl Agent {
 
     /// Aborts the active run, if any: the model call in flight ends `aborted` with its
     /// partial content, running tools and hooks see the token cancelled, and no tool starts
-    /// and no model call is made afterwards. Queued messages stay queued.
+    /// and no model call is made afterwards. A tool (or `before_tool_call` hook) that has not
+    /// returned within the abort grace ([`AgentBuilder::tool_abort_grace`], 5 s by default)
+    /// is dropped and its call ends with an `"Operation aborted"` error result, so the run
+    /// always ends (with `agent_end`). Queued messages stay queued.
     pub fn abort(&self) {
         if let Some(token) = &self.state().run {
             token.cancel();
@@ -853,6 +875,7 @@ impl Agent {
             .with_tool_execution(settings.tool_execution)
             .with_hooks(settings.hooks.clone());
         config.max_turns = settings.max_turns;
+        config.tool_abort_grace = settings.tool_abort_grace;
         drop(settings);
         let agent = Arc::downgrade(&self.inner);
         let skip = AtomicBool::new(skip_initial_steering_poll);
@@ -1015,7 +1038,14 @@ impl Agent {
                 s.pending_tool_calls.push(tool_call_id.clone());
             }
             AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
-                s.pending_tool_calls.retain(|id| id != tool_call_id);
+                // Calls mostly end in the order they started: find the first match only.
+                if let Some(i) = s
+                    .pending_tool_calls
+                    .iter()
+                    .position(|id| id == tool_call_id)
+                {
+                    s.pending_tool_calls.remove(i);
+                }
             }
             AgentEvent::TurnEnd { message, .. } if message.error_message.is_some() => {
                 s.error_message.clone_from(&message.error_message);

@@ -107,7 +107,7 @@ pub use agent_loop::{
 };
 pub use config::{
     AfterToolCallContext, AfterToolCallResult, AgentContext, AgentHooks, AgentLoopConfig,
-    BeforeToolCallContext, StreamFn, ToolCallDecision, TurnEndContext,
+    BeforeToolCallContext, DEFAULT_TOOL_ABORT_GRACE, StreamFn, ToolCallDecision, TurnEndContext,
 };
 pub use event::{AgentEvent, AgentEventStream, AgentLoopState};
 pub use handle::{Agent, AgentBuilder, AgentState, PromptInput, QueueMode, Subscription};

@@ -197,8 +197,13 @@ pub trait AgentTool: Send + Sync + 'static {
     ///
     /// # Cancel safety
     ///
-    /// The agent drives the future to completion; it is dropped early only when the whole run
-    /// is dropped.
+    /// The agent drives the future to completion, with two exceptions: the whole run is
+    /// dropped, or the run is aborted and the tool has not returned within the agent's abort
+    /// grace ([`AgentLoopConfig::tool_abort_grace`](crate::agent::AgentLoopConfig::tool_abort_grace),
+    /// 5 s by default) after `cancel` fired. Then the future is dropped where it waits, the call
+    /// ends with the error result `"Operation aborted"`, and updates it sends afterwards (from a
+    /// task it spawned) are discarded with a warning. Resources the tool holds should therefore
+    /// be released on drop (e.g. a child process spawned with `kill_on_drop`).
     async fn execute(
         &self,
         tool_call_id: &str,
@@ -227,30 +232,74 @@ pub(crate) struct ToolUpdate {
 /// The updates of one batch of tool calls, on their way from the tools to the loop. (A
 /// lighter channel than `tokio::sync::mpsc`: nothing is allocated until an update is sent.)
 pub(crate) struct UpdateQueue {
-    queue: Mutex<VecDeque<ToolUpdate>>,
+    queue: Mutex<Queued>,
     waker: AtomicWaker,
     closed: AtomicBool,
+}
+
+/// The queued updates, and which calls have ended (their later updates are discarded).
+#[derive(Default)]
+struct Queued {
+    updates: VecDeque<ToolUpdate>,
+    /// A bit per call index: set once the call's `tool_execution_end` has been emitted.
+    ended: Vec<u64>,
+    /// A bit per call index: set when the call was cut off by the abort grace.
+    cut: Vec<u64>,
+}
+
+fn bit(bits: &[u64], index: usize) -> bool {
+    bits.get(index / 64)
+        .is_some_and(|w| w & (1 << (index % 64)) != 0)
+}
+
+fn set_bit(bits: &mut Vec<u64>, index: usize) {
+    let word = index / 64;
+    if bits.len() <= word {
+        bits.resize(word + 1, 0);
+    }
+    bits[word] |= 1 << (index % 64);
 }
 
 impl UpdateQueue {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(UpdateQueue {
-            queue: Mutex::new(VecDeque::new()),
+            queue: Mutex::new(Queued::default()),
             waker: AtomicWaker::new(),
             closed: AtomicBool::new(false),
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<ToolUpdate>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queued> {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues an update; gives it back once the batch is over.
+    /// Queues an update; gives it back once its call has ended or the batch is over (a
+    /// tool's late update, logged as a warning).
     fn push(&self, update: ToolUpdate) -> Result<(), ToolUpdate> {
         if self.closed.load(Ordering::Acquire) {
+            tracing::warn!(
+                call_index = update.index,
+                "a tool sent an update after its batch of tool calls had ended; discarded"
+            );
             return Err(update);
         }
-        self.lock().push_back(update);
+        let mut q = self.lock();
+        if bit(&q.ended, update.index) {
+            if bit(&q.cut, update.index) {
+                tracing::warn!(
+                    call_index = update.index,
+                    "a tool cut off by the abort grace sent an update; discarded"
+                );
+            } else {
+                tracing::warn!(
+                    call_index = update.index,
+                    "a tool sent an update after its call had ended; discarded"
+                );
+            }
+            return Err(update);
+        }
+        q.updates.push_back(update);
+        drop(q);
         self.waker.wake();
         Ok(())
     }
@@ -258,7 +307,7 @@ impl UpdateQueue {
     /// The next update, registering the task to be woken when one arrives.
     pub(crate) fn poll_next(&self, cx: &mut TaskContext<'_>) -> Poll<ToolUpdate> {
         self.waker.register(cx.waker());
-        match self.lock().pop_front() {
+        match self.lock().updates.pop_front() {
             Some(u) => Poll::Ready(u),
             None => Poll::Pending,
         }
@@ -266,13 +315,23 @@ impl UpdateQueue {
 
     /// The next update, if one is queued.
     pub(crate) fn try_next(&self) -> Option<ToolUpdate> {
-        self.lock().pop_front()
+        self.lock().updates.pop_front()
+    }
+
+    /// Marks call `index` as ended (`cut`: by the abort grace): its later updates are
+    /// discarded.
+    pub(crate) fn end_call(&self, index: usize, cut: bool) {
+        let mut q = self.lock();
+        set_bit(&mut q.ended, index);
+        if cut {
+            set_bit(&mut q.cut, index);
+        }
     }
 
     /// Ends the batch: later updates are discarded, and waiting senders are released.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
-        self.lock().clear();
+        self.lock().updates.clear();
     }
 }
 

@@ -9,14 +9,21 @@
 //!
 //! Tools run inside the loop's task. While a listener handles an event the tools wait, so a
 //! listener is a barrier for tools as for the model stream.
+//!
+//! After an abort, calls still running (and a `before_tool_call` hook still deciding) get the
+//! configured grace (`AgentLoopConfig::tool_abort_grace`, 5 s by default) to return; then they
+//! are dropped and end with the error result [`TOOL_ABORTED`], so a tool that ignores its
+//! token cannot keep the run streaming. Their later updates are discarded with a warning.
 
+use std::collections::BTreeSet;
 use std::future::{Future, poll_fn};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 
-use futures::FutureExt;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -226,9 +233,9 @@ impl<'a> Batch<'a> {
                 Err(f) => self.emit_end(emit, index, f).await,
                 Ok(p) => {
                     let handle = ToolUpdates::new(index, updates.clone());
-                    let mut running = vec![(index, Box::pin(self.run_prepared(index, p, handle)))];
+                    let running = vec![(index, Box::pin(self.run_prepared(index, p, handle)))];
                     // `drive` emits the call's updates and its tool_execution_end.
-                    match self.drive(emit, &mut running, updates).await.pop() {
+                    match self.drive(emit, running, updates).await.pop() {
                         Some((_, f)) => f,
                         None => Finalized::error("The tool call did not finish"),
                     }
@@ -262,7 +269,7 @@ impl<'a> Batch<'a> {
                 }
             }
         }
-        for (index, f) in self.drive(emit, &mut running, updates).await {
+        for (index, f) in self.drive(emit, running, updates).await {
             slots[index] = Some(f);
         }
         slots
@@ -274,10 +281,13 @@ impl<'a> Batch<'a> {
     /// Polls the running calls and the update channel until every call has finished:
     /// updates are emitted as they come, `tool_execution_end` as each call finishes (after
     /// the updates it sent). Calls that finish in the same poll are reported in call order.
+    ///
+    /// Once the run is aborted, the calls still running get the abort grace to return; then
+    /// they are dropped and end with the error result [`TOOL_ABORTED`].
     async fn drive<E, F>(
         &self,
         emit: &mut E,
-        running: &mut Vec<(usize, Pin<Box<F>>)>,
+        running: Vec<(usize, Pin<Box<F>>)>,
         updates: &UpdateQueue,
     ) -> Vec<(usize, Finalized)>
     where
@@ -286,35 +296,97 @@ impl<'a> Batch<'a> {
     {
         enum Step {
             Update(ToolUpdate),
-            Done(usize, Finalized),
+            Done,
+            GraceOver,
         }
         let mut done = Vec::with_capacity(running.len());
-        while !running.is_empty() {
+        // The indexes of the calls still running, in call order.
+        let mut open: BTreeSet<usize> = running.iter().map(|(i, _)| *i).collect();
+        // Polled only when woken: a batch of many calls costs O(1) per wake-up, not O(calls).
+        let mut pending: FuturesUnordered<_> = running
+            .into_iter()
+            .map(|(index, fut)| fut.map(move |f| (index, f)))
+            .collect();
+        let mut cancelled = std::pin::pin!(self.cancel.cancelled());
+        let mut grace: Option<Pin<Box<tokio::time::Sleep>>> = None;
+        let mut finished = Vec::new();
+        while !pending.is_empty() {
             let step = poll_fn(|cx| {
                 if let Poll::Ready(u) = updates.poll_next(cx) {
                     return Poll::Ready(Step::Update(u));
                 }
-                for j in 0..running.len() {
-                    if let Poll::Ready(f) = running[j].1.as_mut().poll(cx) {
-                        let (index, _) = running.remove(j);
-                        return Poll::Ready(Step::Done(index, f));
-                    }
+                while let Poll::Ready(Some(f)) = pending.poll_next_unpin(cx) {
+                    finished.push(f);
+                }
+                if !finished.is_empty() {
+                    return Poll::Ready(Step::Done);
+                }
+                if grace.is_none() && cancelled.as_mut().poll(cx).is_ready() {
+                    grace = Some(Box::pin(tokio::time::sleep(self.config.tool_abort_grace)));
+                }
+                if let Some(sleep) = &mut grace
+                    && sleep.as_mut().poll(cx).is_ready()
+                {
+                    return Poll::Ready(Step::GraceOver);
                 }
                 Poll::Pending
             })
             .await;
             match step {
                 Step::Update(u) => self.emit_update(emit, u).await,
-                Step::Done(index, f) => {
+                Step::Done => {
+                    finished.sort_unstable_by_key(|(index, _)| *index);
+                    for (index, f) in std::mem::take(&mut finished) {
+                        while let Some(u) = updates.try_next() {
+                            self.emit_update(emit, u).await;
+                        }
+                        updates.end_call(index, false);
+                        open.remove(&index);
+                        let f = self.emit_end(emit, index, f).await;
+                        done.push((index, f));
+                    }
+                }
+                Step::GraceOver => {
+                    // Dropping the futures stops the tools where they wait.
+                    drop(pending);
                     while let Some(u) = updates.try_next() {
                         self.emit_update(emit, u).await;
                     }
-                    let f = self.emit_end(emit, index, f).await;
-                    done.push((index, f));
+                    for index in std::mem::take(&mut open) {
+                        let call = self.calls[index];
+                        tracing::warn!(
+                            tool = %call.name,
+                            tool_call_id = %call.id,
+                            grace = ?self.config.tool_abort_grace,
+                            "the tool did not return within the abort grace; it was dropped"
+                        );
+                        updates.end_call(index, true);
+                        let f = self
+                            .emit_end(emit, index, Finalized::error(TOOL_ABORTED))
+                            .await;
+                        done.push((index, f));
+                    }
+                    break;
                 }
             }
         }
         done
+    }
+
+    /// Runs `fut` (a hook) to its end, or, when the run is aborted, for at most the abort
+    /// grace after the abort. `None` when it was cut off.
+    async fn within_abort_grace<T>(&self, fut: impl Future<Output = T>) -> Option<T> {
+        let mut fut = std::pin::pin!(fut);
+        tokio::select! {
+            biased;
+            v = &mut fut => return Some(v),
+            () = self.cancel.cancelled() => {}
+        }
+        tokio::select! {
+            biased;
+            v = fut => Some(v),
+            () = tokio::time::sleep(self.config.tool_abort_grace) => None,
+        }
     }
 
     /// Tool lookup, `prepare_arguments`, validation and `before_tool_call`. `Err` is the
@@ -349,7 +421,23 @@ impl<'a> Batch<'a> {
                 cancel: self.cancel,
             };
             let decision = match std::panic::catch_unwind(AssertUnwindSafe(|| hook(cx))) {
-                Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
+                Ok(fut) => {
+                    match self
+                        .within_abort_grace(AssertUnwindSafe(fut).catch_unwind())
+                        .await
+                    {
+                        Some(decision) => decision,
+                        None => {
+                            tracing::warn!(
+                                tool = %call.name,
+                                tool_call_id = %call.id,
+                                "before_tool_call did not return within the abort grace; \
+                                 it was dropped"
+                            );
+                            return Err(Finalized::error(TOOL_ABORTED));
+                        }
+                    }
+                }
                 Err(p) => Err(p),
             };
             match decision {

@@ -672,13 +672,13 @@ struct WireMessage {
 
 #[derive(Debug, Default, Deserialize)]
 struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     output_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     cache_creation_input_tokens: Option<u64>,
 }
 

@@ -49,6 +49,7 @@ pub mod openai_responses;
 mod openai_responses_shared;
 pub mod sse;
 pub mod transform;
+pub(crate) mod wire_count;
 
 /// A wire api: turns a model, a context and options into a stream of events.
 ///

@@ -516,11 +516,11 @@ struct WireResponse {
 
 #[derive(Debug, Default, Deserialize)]
 struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     output_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     total_tokens: Option<u64>,
     #[serde(default)]
     input_tokens_details: Option<WireInputDetails>,
@@ -528,7 +528,7 @@ struct WireUsage {
 
 #[derive(Debug, Default, Deserialize)]
 struct WireInputDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     cached_tokens: Option<u64>,
 }
 

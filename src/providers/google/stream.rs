@@ -101,15 +101,15 @@ struct WireFunctionCall<'a> {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     prompt_token_count: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     cached_content_token_count: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     candidates_token_count: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     thoughts_token_count: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::providers::wire_count::count")]
     total_token_count: Option<u64>,
 }
 
@@ -437,8 +437,10 @@ impl GoogleDecoder {
         let prompt = u.prompt_token_count.unwrap_or(0);
         let cached = u.cached_content_token_count.unwrap_or(0);
         self.usage.input = prompt.saturating_sub(cached);
-        self.usage.output =
-            u.candidates_token_count.unwrap_or(0) + u.thoughts_token_count.unwrap_or(0);
+        self.usage.output = u
+            .candidates_token_count
+            .unwrap_or(0)
+            .saturating_add(u.thoughts_token_count.unwrap_or(0));
         self.usage.cache_read = cached;
         self.usage.cache_write = 0;
         self.usage.total_tokens = Some(u.total_token_count.unwrap_or(0));

@@ -46,7 +46,7 @@ struct WireChunk<'a> {
 #[derive(Debug, Deserialize)]
 struct WireChoice<'a> {
     #[serde(default)]
-    index: Count,
+    index: Index,
     #[serde(default, borrow)]
     delta: Option<WireDelta<'a>>,
     #[serde(default, borrow)]
@@ -77,7 +77,7 @@ struct WireDelta<'a> {
 #[derive(Debug, Deserialize)]
 struct WireToolCall<'a> {
     #[serde(default)]
-    index: Count,
+    index: Index,
     #[serde(default, borrow)]
     id: Text<'a>,
     #[serde(default, borrow)]
@@ -133,7 +133,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     }
 }
 
-/// A token count or index: a non-negative number (fractions cut); anything else is absent.
+/// A token count, read by the shared lenient reader ([`crate::providers::wire_count`]):
+/// a negative number is 0, a fraction is cut, a huge number saturates, anything else is absent.
 #[derive(Debug, Default, Clone, Copy)]
 struct Count(Option<u64>);
 
@@ -145,44 +146,17 @@ impl Count {
 
 impl<'de> Deserialize<'de> for Count {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct CountVisitor;
-        impl<'de> Visitor<'de> for CountVisitor {
-            type Value = Option<u64>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(Some(v))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(u64::try_from(v).ok())
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-                // Saturating: NaN and negatives read as absent.
-                Ok((v >= 0.0).then_some(v as u64))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_none<E>(self) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(None)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(None)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(None)
-            }
-        }
-        d.deserialize_any(CountVisitor).map(Count)
+        crate::providers::wire_count::count(d).map(Count)
+    }
+}
+
+/// A choice's or tool call's index: as [`Count`], but a negative number is absent.
+#[derive(Debug, Default, Clone, Copy)]
+struct Index(Option<u64>);
+
+impl<'de> Deserialize<'de> for Index {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::providers::wire_count::index(d).map(Index)
     }
 }
 
@@ -986,7 +960,7 @@ fn text_choice<'a>(c: &mut Cursor<'a>) -> Option<WireChoice<'a>> {
     }
     c.byte(b']')?;
     Some(WireChoice {
-        index: Count(index),
+        index: Index(index),
         delta: Some(WireDelta {
             content: DeltaContent::Text(content?),
             ..WireDelta::default()
