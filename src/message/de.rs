@@ -256,14 +256,73 @@ one_pass_struct!(ToolCall, ToolCallFields, "a tool call", {
     "thoughtSignature" => thought_signature: Option<String>, opt;
 });
 
-one_pass_struct!(Usage, UsageFields, "a usage object", {
-    "input" => input: u64, req;
-    "output" => output: u64, req;
-    "cacheRead" => cache_read: u64, req;
-    "cacheWrite" => cache_write: u64, req;
-    "totalTokens" => total_tokens: Option<u64>, opt;
+/// `Usage` as stored: its counts read leniently ([`StoredCount`]).
+struct StoredUsage {
+    input: StoredCount,
+    output: StoredCount,
+    cache_read: StoredCount,
+    cache_write: StoredCount,
+    total_tokens: Option<StoredCount>,
+    cost: super::Cost,
+    extra: Extra,
+}
+
+one_pass_struct!(StoredUsage, UsageFields, "a usage object", {
+    "input" => input: StoredCount, req;
+    "output" => output: StoredCount, req;
+    "cacheRead" => cache_read: StoredCount, req;
+    "cacheWrite" => cache_write: StoredCount, req;
+    "totalTokens" => total_tokens: Option<StoredCount>, opt;
     "cost" => cost: super::Cost, req;
 });
+
+impl<'de> Deserialize<'de> for Usage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let u = StoredUsage::deserialize(d)?;
+        Ok(Usage {
+            input: u.input.0,
+            output: u.output.0,
+            cache_read: u.cache_read.0,
+            cache_write: u.cache_write.0,
+            total_tokens: u.total_tokens.map(|t| t.0),
+            cost: u.cost,
+            extra: u.extra,
+        })
+    }
+}
+
+/// A token count in a stored message, read as the providers' counts are: informational, so a
+/// value some proxy reported and pi stored as it came (`-5`, `1.5`, `1e30`, `null`) never makes
+/// a message unreadable. A negative number reads as 0, a fraction as its whole part, a number
+/// beyond `u64::MAX` as `u64::MAX`, `null` as 0; a value of another type is an error.
+#[derive(Clone, Copy, Default)]
+struct StoredCount(u64);
+
+impl<'de> Deserialize<'de> for StoredCount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct CountVisitor;
+        impl<'de> de::Visitor<'de> for CountVisitor {
+            type Value = StoredCount;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a token count")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<StoredCount, E> {
+                Ok(StoredCount(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<StoredCount, E> {
+                Ok(StoredCount(u64::try_from(v).unwrap_or(0)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<StoredCount, E> {
+                // `as` cuts the fraction and saturates; NaN and negatives are 0.
+                Ok(StoredCount(if v > 0.0 { v as u64 } else { 0 }))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<StoredCount, E> {
+                Ok(StoredCount(0))
+            }
+        }
+        d.deserialize_any(CountVisitor)
+    }
+}
 
 one_pass_struct!(UserMessage, UserFields, "a user message", {
     "content" => content: UserContent, req;
@@ -485,6 +544,30 @@ impl<'de> Deserialize<'de> for UserContent {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn stored_usage_counts_are_read_leniently() {
+        let cost = json!({"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0});
+        let raw = json!({"input": -5, "output": 7.9, "cacheRead": 1e30, "cacheWrite": null,
+                         "totalTokens": u64::MAX, "cost": cost, "kept": true});
+        let (text, value) = both::<Usage>(&raw);
+        for usage in [text.unwrap(), value.unwrap()] {
+            assert_eq!(
+                (
+                    usage.input,
+                    usage.output,
+                    usage.cache_read,
+                    usage.cache_write
+                ),
+                (0, 7, u64::MAX, 0)
+            );
+            assert_eq!(usage.total_tokens, Some(u64::MAX));
+            assert_eq!(usage.extra["kept"], true);
+        }
+        let wrong =
+            json!({"input": "5", "output": 0, "cacheRead": 0, "cacheWrite": 0, "cost": cost});
+        assert!(both::<Usage>(&wrong).0.is_err(), "a string is not a count");
+    }
 
     fn both<T: for<'de> Deserialize<'de>>(raw: &Value) -> (Result<T, String>, Result<T, String>) {
         (
