@@ -196,7 +196,11 @@ fn environment_keys_go_only_to_their_own_provider() {
 #[tokio::test]
 #[ignore = "run by environment_keys_go_only_to_their_own_provider, with keys in its environment"]
 async fn env_keys_child() {
-    assert!(std::env::var(CHILD).is_ok(), "run by its parent test");
+    // The child half of its parent test; run on its own (`--include-ignored`), it has no
+    // parent environment and nothing to do.
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
     for api in [
         "openai-completions",
         "openai-responses",

@@ -521,9 +521,10 @@ fn no_key_leaks_from_the_environment() {
 #[tokio::test]
 #[ignore = "run by no_key_leaks_from_the_environment, with the keys in its environment"]
 async fn env_child() {
-    assert!(
-        std::env::var(CHILD_SECRET).is_ok(),
-        "run by its parent test"
-    );
+    // The child half of its parent test; run on its own (`--include-ignored`), it has no
+    // parent environment and nothing to do.
+    if std::env::var_os(CHILD_SECRET).is_none() {
+        return;
+    }
     audit(&[Source::Env]).await;
 }
