@@ -522,3 +522,18 @@ async fn missing_api_key_is_an_error_event() {
     let error = assert_failed(&message, ErrorKind::Auth);
     assert_eq!(error.message(), "No API key for provider: no-such-provider");
 }
+
+#[tokio::test]
+async fn requests_carry_a_user_agent() {
+    let server = MockServer::start(vec![full_reply()]).await;
+    let (_, message) = run(&server, options()).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    let ua = server.requests()[0].header("user-agent").map(str::to_owned);
+    assert_eq!(
+        ua.as_deref(),
+        Some(concat!("pi-engine/", env!("CARGO_PKG_VERSION")))
+    );
+    let custom = MockServer::start(vec![full_reply()]).await;
+    run(&custom, options().with_header("User-Agent", "my-bot/1")).await;
+    assert_eq!(custom.requests()[0].header("user-agent"), Some("my-bot/1"));
+}

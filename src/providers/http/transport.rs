@@ -30,10 +30,15 @@ const MAX_REDIRECTS: usize = 10;
 /// [`MAX_REDIRECTS`] times: every request carries a key (`x-api-key`, `authorization`,
 /// `x-goog-api-key`, `api-key`, …) that must not reach another server. A redirect to another
 /// origin is returned as the response and becomes an error ([`redirect_error`]).
+/// The `User-Agent` of every request that does not set one.
+pub(crate) const USER_AGENT: &str = concat!("pi-engine/", env!("CARGO_PKG_VERSION"));
+
 pub(crate) fn client() -> &'static reqwest::Client {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     CLIENT.get_or_init(|| {
         reqwest::Client::builder()
+            // Sent unless the provider or the caller sets its own (request headers win).
+            .user_agent(USER_AGENT)
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_secs(30))
             .pool_idle_timeout(Duration::from_secs(90))
