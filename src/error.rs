@@ -94,7 +94,8 @@ struct Inner {
     status: Option<u16>,
     request_id: Option<String>,
     retry_after: Option<Duration>,
-    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    /// Shared, so that changing a clone of an error keeps its cause.
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl Error {
@@ -160,7 +161,7 @@ impl Error {
     /// Sets the underlying cause.
     #[must_use]
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.inner_mut().source = Some(Box::new(source));
+        self.inner_mut().source = Some(Arc::new(source));
         self
     }
 
@@ -174,7 +175,7 @@ impl Error {
                 status: old.status,
                 request_id: old.request_id.clone(),
                 retry_after: old.retry_after,
-                source: None,
+                source: old.source.clone(),
             });
         }
         match Arc::get_mut(&mut self.inner) {
@@ -284,7 +285,7 @@ impl std::error::Error for Error {
         self.inner
             .source
             .as_ref()
-            .map(|s| s.as_ref() as &(dyn std::error::Error + 'static))
+            .map(|s| &**s as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -413,6 +414,19 @@ fn status_in_message(message: &str) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changing_a_clone_keeps_the_source() {
+        use std::error::Error as _;
+        let io = std::io::Error::other("disk on fire");
+        let original = Error::new(ErrorKind::Connection, "failed").with_source(io);
+        let shared = original.clone();
+        let changed = shared.with_request_id(Some("req_1".into()));
+        assert_eq!(changed.request_id(), Some("req_1"));
+        let source = changed.source().expect("the cause survives the copy");
+        assert_eq!(source.to_string(), "disk on fire");
+        assert!(original.source().is_some());
+    }
 
     #[test]
     fn overflow_patterns_match_pi_examples() {
