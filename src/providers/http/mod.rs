@@ -46,6 +46,7 @@ pub(crate) mod cloudflare;
 pub(crate) mod copilot;
 mod driver;
 mod json_repair;
+pub(crate) mod replay;
 mod status;
 mod transport;
 
