@@ -1,6 +1,6 @@
 //! Replays response bytes through a [`Decoder`] without HTTP: the driver's decoding steps
 //! (bytes → [`SseDecoder`] → decoder → events folded into a [`PartialMessage`] → the final
-//! `done` or `error`), for the fuzz targets (`crate::fuzz_targets`) and tests.
+//! `done` or `error`), for the fuzz targets (`crate::__fuzz`, in `src/fuzz_targets.rs`) and tests.
 //!
 //! It calls the decoder's methods in the order [`stream_http`](super::stream_http) does for a
 //! body that arrives in the given chunks and then ends; what the driver adds around that
