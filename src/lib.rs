@@ -85,6 +85,12 @@ mod thinking;
 mod tool_args;
 mod validation;
 
+/// Fuzz targets as plain functions, for `fuzz/` and `tests/fuzz_replay.rs`. Not API: hidden,
+/// no stability promise, may change in any release.
+#[doc(hidden)]
+#[path = "fuzz_targets.rs"]
+pub mod __fuzz;
+
 pub use env_keys::{AMBIENT_CREDENTIALS, env_api_key, env_var_names, resolve_api_key};
 pub use error::{Error, ErrorKind};
 pub use event::{AssistantMessageEvent, PartialMessage};

@@ -375,6 +375,9 @@ impl PartialJsonParser {
                         return Flow::End;
                     }
                     let Ok(n) = serde_json::from_str::<Number>(text) else {
+                        // Not a number after all (`-12-`): take back what an earlier fragment
+                        // showed of it, as the text parsed in one piece never shows it.
+                        c.hide(frame);
                         return Flow::Stop;
                     };
                     if c.show(frame, Value::Number(n)).is_none() {
@@ -910,5 +913,15 @@ mod tests {
         parser.push(r#"{"b": 2}"#, &mut target);
         assert_eq!(Value::Object(target), json!({"a": 1}));
         assert_eq!(parser.buffer(), r#"{"a": 1}{"b": 2}"#);
+    }
+
+    /// Found by the `partial_json` fuzz target: a number shown while it streamed (`-12`) that
+    /// turns out malformed (`-12-`) stayed in the target, so the result depended on where the
+    /// fragments were cut.
+    #[test]
+    fn a_number_that_turns_malformed_is_taken_back() {
+        assert_eq!(streamed(r#"{"a":0,"b":-12-"c":3}"#), json!({"a": 0}));
+        assert_eq!(streamed(r#"{"a":1,"a":2.5e+x}"#), json!({"a": 1}));
+        assert_eq!(streamed("[1,2"), json!({}));
     }
 }

@@ -709,7 +709,7 @@ struct ThinkingMeta {
 
 /// Decodes Anthropic's SSE events.
 #[derive(Debug)]
-struct AnthropicDecoder {
+pub(crate) struct AnthropicDecoder {
     cost: ModelCost,
     /// With a subscription token: the context's tool names, to map Claude Code names back.
     oauth_tools: Option<Vec<String>>,
@@ -726,7 +726,7 @@ struct AnthropicDecoder {
 }
 
 impl AnthropicDecoder {
-    fn new(cost: ModelCost, oauth_tools: Option<Vec<String>>) -> Self {
+    pub(crate) fn new(cost: ModelCost, oauth_tools: Option<Vec<String>>) -> Self {
         AnthropicDecoder {
             cost,
             oauth_tools,

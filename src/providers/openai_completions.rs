@@ -45,6 +45,7 @@
 
 mod compat;
 mod decode;
+pub(crate) use decode::CompletionsDecoder;
 mod request;
 
 pub use compat::{CacheControlFormat, MaxTokensField, OpenAiCompletionsCompat, ThinkingFormat};

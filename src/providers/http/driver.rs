@@ -83,8 +83,7 @@ pub(crate) struct Emit<'a> {
 }
 
 impl<'a> Emit<'a> {
-    /// An `Emit` outside the driver, for decoder unit tests.
-    #[cfg(test)]
+    /// An `Emit` outside the driver, for decoder unit tests and [`replay`](super::replay).
     pub(crate) fn new(
         queue: &'a mut VecDeque<AssistantMessageEvent>,
         state: &'a PartialMessage,

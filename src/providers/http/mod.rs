@@ -50,6 +50,9 @@ pub(crate) mod cloudflare;
 pub(crate) mod copilot;
 mod driver;
 mod json_repair;
+// For the fuzz targets (`crate::__fuzz`): the driver's decoding without HTTP.
+#[cfg(any(feature = "anthropic", feature = "openai", feature = "google"))]
+pub(crate) mod replay;
 mod status;
 mod transport;
 

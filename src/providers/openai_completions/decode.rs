@@ -357,7 +357,7 @@ struct ToolBlock {
 /// either kind extend it), any number of tool calls, and every block ends (`*_end`) when
 /// the stream does, in content order.
 #[derive(Debug)]
-pub(super) struct CompletionsDecoder {
+pub(crate) struct CompletionsDecoder {
     model_id: String,
     cost: ModelCost,
     usage: Usage,
@@ -383,7 +383,7 @@ pub(super) struct CompletionsDecoder {
 }
 
 impl CompletionsDecoder {
-    pub(super) fn new(model: &Model) -> Self {
+    pub(crate) fn new(model: &Model) -> Self {
         CompletionsDecoder {
             model_id: model.id.clone(),
             cost: model.cost,
