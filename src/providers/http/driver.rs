@@ -83,7 +83,8 @@ pub(crate) struct Emit<'a> {
 }
 
 impl<'a> Emit<'a> {
-    /// An `Emit` outside the driver, for decoder unit tests and [`replay`](super::replay).
+    /// An `Emit` outside the driver, for decoder unit tests.
+    #[cfg(test)]
     pub(crate) fn new(
         queue: &'a mut VecDeque<AssistantMessageEvent>,
         state: &'a PartialMessage,
@@ -134,15 +135,10 @@ pub(crate) fn stream_http<D: Decoder>(
     let secrets = prepared.secrets.clone();
     let mut driver = Driver {
         phase: Phase::Connecting(Box::pin(prepared.send())),
-        decoder,
-        sse: SseDecoder::new(),
-        queue: VecDeque::new(),
-        end: None,
+        decoding: Decoding::new(decoder),
         token: options.cancel.clone(),
         cancelled: None,
         idle,
-        eof: false,
-        progressed: false,
         open: Vec::new(),
         secrets,
     };
@@ -166,18 +162,10 @@ enum Phase {
 
 struct Driver<D> {
     phase: Phase,
-    decoder: D,
-    sse: SseDecoder,
-    /// Events produced and not handed out yet.
-    queue: VecDeque<AssistantMessageEvent>,
-    /// How the stream ends, once known; delivered after `queue` drains.
-    end: Option<Result<(), Error>>,
+    decoding: Decoding<D>,
     token: Option<CancellationToken>,
     cancelled: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
     idle: Duration,
-    eof: bool,
-    /// An event was decoded since the idle timer was last reset.
-    progressed: bool,
     /// Blocks started and not ended, in the events handed out: `(content index, kind)`.
     open: Vec<(usize, BlockKind)>,
     /// The request's key and credential headers, scrubbed from the final error.
@@ -199,16 +187,14 @@ impl<D: Decoder> Driver<D> {
         cx: &mut TaskContext<'_>,
     ) -> Poll<Option<AssistantMessageEvent>> {
         loop {
-            if let Some(event) = self.queue.pop_front() {
+            if let Some(event) = self.decoding.queue.pop_front() {
                 self.track(&event);
                 return Poll::Ready(Some(event));
             }
-            if let Some(end) = self.end.take() {
+            if let Some(end) = self.decoding.end.take() {
                 self.phase = Phase::Finished;
-                // Nothing more is decoded: release the buffer before the final message is
-                // copied (it may hold a long last event).
-                self.sse = SseDecoder::new();
-                return Poll::Ready(Some(self.final_event(end, state)));
+                let end = end.map_err(|error| error.scrubbed(&self.secrets));
+                return Poll::Ready(Some(self.decoding.final_event(end, state)));
             }
             if matches!(self.phase, Phase::Finished) {
                 return Poll::Ready(None);
@@ -220,8 +206,8 @@ impl<D: Decoder> Driver<D> {
             let waiting = match &mut self.phase {
                 Phase::Connecting(response) => match response.as_mut().poll(cx) {
                     Poll::Ready(Ok(Opened { response, prefix })) => {
-                        self.queue.push_back(AssistantMessageEvent::Start);
-                        self.sse.feed(&prefix);
+                        self.decoding.queue.push_back(AssistantMessageEvent::Start);
+                        self.decoding.feed(&prefix);
                         let timer = Box::pin(tokio::time::sleep(self.idle));
                         self.phase = Phase::Streaming {
                             body: Box::pin(response.bytes_stream()),
@@ -230,102 +216,39 @@ impl<D: Decoder> Driver<D> {
                         false
                     }
                     Poll::Ready(Err(error)) => {
-                        self.end = Some(Err(error));
+                        self.decoding.end = Some(Err(error));
                         self.phase = Phase::Finished;
                         false
                     }
                     Poll::Pending => true,
                 },
                 Phase::Streaming { body, timer } => {
-                    let Driver {
-                        sse,
-                        decoder,
-                        queue,
-                        end,
-                        eof,
-                        idle,
-                        progressed,
-                        ..
-                    } = self;
-                    if let Some(event) = sse.next_event() {
-                        *progressed = true;
-                        // After the final event, what follows cannot spoil the reply.
-                        let complete = decoder.is_complete();
-                        let mut out = Emit { queue, state };
-                        let handled = if event.data().len() >= LARGE_EVENT
-                            && decoder.wants_large_event(event.event_bytes())
-                        {
-                            let name = event.event_bytes().to_vec();
-                            let data = sse.take_last_data().unwrap_or_default();
-                            decoder.on_large_event(&name, data, &mut out)
-                        } else {
-                            decoder.on_event(event, &mut out)
-                        };
-                        match handled {
-                            Ok(()) => {}
-                            Err(error) if complete => {
-                                tracing::warn!(
-                                    error = %error,
-                                    "ignoring an unreadable event after the provider's final event"
-                                );
-                            }
-                            Err(error) => *end = Some(Err(error)),
-                        }
-                        continue;
-                    }
-                    if let Some(error) = sse.error() {
-                        let error = Error::new(
-                            ErrorKind::InvalidResponse,
-                            format!("Invalid event stream: {error}"),
-                        );
-                        *end = Some(if decoder.is_complete() {
-                            tracing::warn!(error = %error, "ignoring the rest of the stream after the provider's final event");
-                            decoder.on_end(&mut Emit { queue, state })
-                        } else {
-                            Err(error)
-                        });
-                        continue;
-                    }
-                    if *eof {
-                        *end = Some(decoder.on_end(&mut Emit { queue, state }));
+                    let decoding = &mut self.decoding;
+                    if decoding.step(state) {
                         continue;
                     }
                     // Only events are progress: a stream of keep-alive comments (or of one
                     // endless line) times out like a silent one. The timer is reset once
                     // per network chunk, not per event.
-                    if std::mem::take(progressed) {
-                        timer.as_mut().reset(Instant::now() + *idle);
+                    if decoding.take_progress() {
+                        timer.as_mut().reset(Instant::now() + self.idle);
                     }
                     match body.as_mut().poll_next(cx) {
                         Poll::Ready(Some(Ok(chunk))) => {
-                            sse.feed(&chunk);
-                            false
-                        }
-                        Poll::Ready(Some(Err(error))) if decoder.is_complete() => {
-                            // Everything arrived; only the close failed.
-                            tracing::warn!(error = %stream_error(error), "connection lost after the provider's final event");
-                            sse.finish();
-                            *eof = true;
+                            decoding.feed(&chunk);
                             false
                         }
                         Poll::Ready(Some(Err(error))) => {
-                            *end = Some(Err(stream_error(error)));
+                            decoding.lost(stream_error(error));
                             false
                         }
                         Poll::Ready(None) => {
-                            sse.finish();
-                            *eof = true;
+                            decoding.finish_input();
                             false
                         }
                         Poll::Pending => {
                             if timer.as_mut().poll(cx).is_ready() {
-                                *end = Some(if decoder.is_complete() {
-                                    // Everything arrived; only the close did not.
-                                    sse.finish();
-                                    decoder.on_end(&mut Emit { queue, state })
-                                } else {
-                                    Err(idle_timeout_error(*idle))
-                                });
+                                decoding.stalled(state, idle_timeout_error(self.idle));
                                 false
                             } else {
                                 true
@@ -383,7 +306,7 @@ impl<D: Decoder> Driver<D> {
     fn abort(&mut self, state: &PartialMessage) {
         use AssistantMessageEvent as E;
         self.phase = Phase::Finished;
-        self.queue.clear();
+        self.decoding.queue.clear();
         let content = &state.message().content;
         for (index, kind) in std::mem::take(&mut self.open) {
             let end = match (kind, content.get(index)) {
@@ -401,16 +324,149 @@ impl<D: Decoder> Driver<D> {
                 },
                 _ => continue,
             };
-            self.queue.push_back(end);
+            self.decoding.queue.push_back(end);
         }
-        self.end = Some(Err(Error::new(ErrorKind::Aborted, ABORTED)));
+        self.decoding.end = Some(Err(Error::new(ErrorKind::Aborted, ABORTED)));
+    }
+}
+
+/// The decoding half of the driver, without I/O: response bytes in, events out. The driver
+/// feeds it network chunks; [`replay`](super::replay) feeds it bytes (the fuzz targets and
+/// tests), so both decode with exactly these steps.
+pub(crate) struct Decoding<D> {
+    decoder: D,
+    sse: SseDecoder,
+    /// Events produced and not handed out yet.
+    pub(crate) queue: VecDeque<AssistantMessageEvent>,
+    /// How the stream ends, once known; delivered after `queue` drains.
+    pub(crate) end: Option<Result<(), Error>>,
+    /// The body ended (or is treated as ended).
+    eof: bool,
+    /// An event was decoded since [`take_progress`](Self::take_progress) was last called.
+    progressed: bool,
+}
+
+impl<D: Decoder> Decoding<D> {
+    pub(crate) fn new(decoder: D) -> Self {
+        Decoding {
+            decoder,
+            sse: SseDecoder::new(),
+            queue: VecDeque::new(),
+            end: None,
+            eof: false,
+            progressed: false,
+        }
     }
 
-    fn final_event(
+    /// Decodes what the bytes fed so far allow: the next whole SSE event, or the end of the
+    /// stream (the body ended, or the SSE decoder refused it). True when it did something
+    /// (look at [`queue`](Self::queue) and [`end`](Self::end) again); false when it needs
+    /// more input ([`feed`](Self::feed) or [`finish_input`](Self::finish_input)).
+    pub(crate) fn step(&mut self, state: &PartialMessage) -> bool {
+        let Decoding {
+            decoder,
+            sse,
+            queue,
+            end,
+            eof,
+            progressed,
+        } = self;
+        if let Some(event) = sse.next_event() {
+            *progressed = true;
+            // After the final event, what follows cannot spoil the reply.
+            let complete = decoder.is_complete();
+            let mut out = Emit { queue, state };
+            let handled = if event.data().len() >= LARGE_EVENT
+                && decoder.wants_large_event(event.event_bytes())
+            {
+                let name = event.event_bytes().to_vec();
+                let data = sse.take_last_data().unwrap_or_default();
+                decoder.on_large_event(&name, data, &mut out)
+            } else {
+                decoder.on_event(event, &mut out)
+            };
+            match handled {
+                Ok(()) => {}
+                Err(error) if complete => {
+                    tracing::warn!(
+                        error = %error,
+                        "ignoring an unreadable event after the provider's final event"
+                    );
+                }
+                Err(error) => *end = Some(Err(error)),
+            }
+            return true;
+        }
+        if let Some(error) = sse.error() {
+            let error = Error::new(
+                ErrorKind::InvalidResponse,
+                format!("Invalid event stream: {error}"),
+            );
+            *end = Some(if decoder.is_complete() {
+                tracing::warn!(error = %error, "ignoring the rest of the stream after the provider's final event");
+                decoder.on_end(&mut Emit { queue, state })
+            } else {
+                Err(error)
+            });
+            return true;
+        }
+        if *eof {
+            *end = Some(decoder.on_end(&mut Emit { queue, state }));
+            return true;
+        }
+        false
+    }
+
+    /// More of the body.
+    pub(crate) fn feed(&mut self, chunk: &[u8]) {
+        self.sse.feed(chunk);
+    }
+
+    /// The body ended.
+    pub(crate) fn finish_input(&mut self) {
+        self.sse.finish();
+        self.eof = true;
+    }
+
+    /// True (once) when an event was decoded since the last call: the idle timer's progress.
+    pub(crate) fn take_progress(&mut self) -> bool {
+        std::mem::take(&mut self.progressed)
+    }
+
+    /// The body broke off with `error`: the stream's end, unless the final event already
+    /// arrived (then only the close failed).
+    pub(crate) fn lost(&mut self, error: Error) {
+        if self.decoder.is_complete() {
+            tracing::warn!(error = %error, "connection lost after the provider's final event");
+            self.finish_input();
+        } else {
+            self.end = Some(Err(error));
+        }
+    }
+
+    /// The body stalled for the idle timeout: `error`, unless the final event already
+    /// arrived (then only the close did not).
+    pub(crate) fn stalled(&mut self, state: &PartialMessage, error: Error) {
+        self.end = Some(if self.decoder.is_complete() {
+            self.sse.finish();
+            self.decoder.on_end(&mut Emit {
+                queue: &mut self.queue,
+                state,
+            })
+        } else {
+            Err(error)
+        });
+    }
+
+    /// The stream's last event, from how it ended and the message the consumer has.
+    pub(crate) fn final_event(
         &mut self,
         end: Result<(), Error>,
         state: &PartialMessage,
     ) -> AssistantMessageEvent {
+        // Nothing more is decoded: release the buffer before the final message is copied
+        // (it may hold a long last event).
+        self.sse = SseDecoder::new();
         let mut message = state.message().clone();
         self.decoder.finish(&mut message);
         let end = match end {
@@ -425,7 +481,7 @@ impl<D: Decoder> Driver<D> {
                 message: Box::new(message),
             },
             Err(error) => {
-                message.set_error(error.scrubbed(&self.secrets));
+                message.set_error(error);
                 AssistantMessageEvent::Error {
                     reason: if message.stop_reason == StopReason::Aborted {
                         StopReason::Aborted
