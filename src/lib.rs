@@ -85,8 +85,9 @@ mod thinking;
 mod tool_args;
 mod validation;
 
-/// Fuzz targets as plain functions, for `fuzz/` and `tests/fuzz_replay.rs`. Not API: hidden,
-/// no stability promise, may change in any release.
+// Fuzz targets as plain functions, for `fuzz/` and `tests/fuzz_replay.rs`. Not API: hidden,
+// no stability promise, may change in any release (its own docs say so; an outer doc comment
+// here would make rustdoc resolve the module's links from the crate root).
 #[doc(hidden)]
 #[path = "fuzz_targets.rs"]
 pub mod __fuzz;
