@@ -5,8 +5,6 @@
 
 mod support;
 
-use std::process::Command;
-
 use pi_engine::models::ModelRegistry;
 use pi_engine::{Context, ErrorKind, Model, StopReason, StreamOptions, UserMessage};
 use support::{MockServer, Reply};
@@ -165,26 +163,14 @@ const CHILD: &str = "PI_API_KEYS_CHILD";
 const ENV_KEY: &str = "sk-env-openai-0123456789";
 
 fn in_child_with_env(test: &str) {
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .args([
-            "--exact",
-            test,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .env("OPENAI_API_KEY", ENV_KEY)
-        .env("ANTHROPIC_API_KEY", "sk-ant-env-0123456789")
-        .env("GEMINI_API_KEY", "AIza-env-0123456789")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("1 passed"),
-        "{test} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    support::run_ignored_in_child(
+        test,
+        [
+            (CHILD, "1"),
+            ("OPENAI_API_KEY", ENV_KEY),
+            ("ANTHROPIC_API_KEY", "sk-ant-env-0123456789"),
+            ("GEMINI_API_KEY", "AIza-env-0123456789"),
+        ],
     );
 }
 

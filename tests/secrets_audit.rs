@@ -15,7 +15,6 @@ mod support;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::Duration;
 
@@ -490,27 +489,14 @@ async fn no_key_leaks_from_options_auth_json_or_models_json() {
 
 /// Runs `test` of this binary in a child process with the keys in the environment.
 fn in_child_with_env(test: &str) {
-    let exe = std::env::current_exe().unwrap();
-    let mut command = Command::new(exe);
-    command
-        .args([
-            "--exact",
-            test,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_SECRET, secret());
-    for format in FORMATS {
-        command.env(format.env_provider().1, &format.keys()[0]);
-    }
-    let out = command.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("1 passed"),
-        "{test} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let keys = FORMATS
+        .iter()
+        .map(|format| (format.env_provider().1.to_owned(), format.keys()[0].clone()));
+    let env: Vec<(String, String)> =
+        std::iter::once((CHILD_SECRET.to_owned(), secret().to_owned()))
+            .chain(keys)
+            .collect();
+    support::run_ignored_in_child(test, env);
 }
 
 #[test]

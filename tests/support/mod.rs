@@ -356,3 +356,31 @@ pub fn anthropic_sse(events: &[&str]) -> String {
         })
         .collect()
 }
+
+/// Runs the ignored test `test` of the current test binary in a child process with `env` set
+/// (what only a new process can have, such as keys in its environment), and requires that it
+/// ran and passed.
+pub fn run_ignored_in_child<K, V>(test: &str, env: impl IntoIterator<Item = (K, V)>)
+where
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            test,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .envs(env)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{test} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
