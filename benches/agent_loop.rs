@@ -101,7 +101,8 @@ fn bench(c: &mut Criterion) {
             agent.subscribe(|event, _| {
                 std::hint::black_box(event.kind());
             });
-            rt.block_on(agent.prompt("go")).expect("idle agent");
+            let outcome = rt.block_on(agent.prompt("go")).expect("idle agent");
+            assert!(outcome.is_completed(), "{outcome:?}");
             assert_eq!(agent.state().messages.len(), 2 * TURNS + 2);
         })
     });

@@ -144,8 +144,13 @@ async fn run(dir: &Path, ask: Ask) -> Agent {
             println!("{mark} {tool_name}: {}", result.text_content().trim());
         }
     });
-    if let Err(e) = agent.prompt("Clean up the scratch folder").await {
-        eprintln!("error: {e}");
+    match agent.prompt("Clean up the scratch folder").await {
+        Ok(outcome) => {
+            if let Err(e) = outcome.into_result() {
+                eprintln!("error: {e}");
+            }
+        }
+        Err(e) => eprintln!("error: {e}"),
     }
     agent
 }

@@ -43,10 +43,9 @@ async fn plan(
     planner
         .prompt(format!("Create a plan for: {task}"))
         .await
+        .map_err(std::io::Error::other)?
+        .into_result()
         .map_err(std::io::Error::other)?;
-    if let Some(error) = planner.error_message() {
-        return Err(std::io::Error::other(error));
-    }
     let plan = std::mem::take(&mut *plan.lock().unwrap_or_else(|e| e.into_inner()));
     if let Some(dir) = path.parent() {
         tokio::fs::create_dir_all(dir).await?;

@@ -207,8 +207,8 @@ async fn run(
         }
         println!("> {prompt}");
     }
-    session.prompt(prompt).await?;
-    if let Some(error) = session.error_message() {
+    // `?` for a refused call; a failed model call is the outcome's error.
+    if let Err(error) = session.prompt(prompt).await?.into_result() {
         eprintln!("error: {error}");
     }
     if echo && let Some(file) = session.session_file() {

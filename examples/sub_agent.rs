@@ -64,15 +64,10 @@ fn spawn_sub_agent(kit: SubAgentKit) -> impl AgentTool {
                 // The parent's abort aborts the child.
                 let run = child.prompt(args.task.as_str());
                 let answer = tokio::select! {
-                    result = run => {
-                        result.map_err(|e| e.to_string())?;
-                        child.messages().last().and_then(|m| m.as_assistant()).map(|m| {
-                            match &m.error_message {
-                                Some(e) => Err(format!("The sub-agent failed: {e}")),
-                                None => Ok(m.text()),
-                            }
-                        })
-                    }
+                    result = run => match result.map_err(|e| e.to_string())?.into_result() {
+                        Ok(_) => Some(Ok(child.last_assistant_text().unwrap_or_default())),
+                        Err(e) => Some(Err(format!("The sub-agent failed: {e}"))),
+                    },
                     () = cx.cancel.cancelled() => {
                         child.abort();
                         child.wait_for_idle().await;
@@ -172,11 +167,16 @@ async fn run(faux: FauxProvider) -> Agent {
         }
         _ => {}
     });
-    if let Err(e) = parent
+    match parent
         .prompt("How many words are in 'the quick brown fox'?")
         .await
     {
-        eprintln!("error: {e}");
+        Ok(outcome) => {
+            if let Err(e) = outcome.into_result() {
+                eprintln!("error: {e}");
+            }
+        }
+        Err(e) => eprintln!("error: {e}"),
     }
     parent
 }

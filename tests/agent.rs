@@ -135,7 +135,7 @@ async fn plain_reply_event_order_and_state() {
     faux.push(FauxResponse::text("Hello!"));
     let agent = agent_on(&faux).build();
     let events = record(&agent);
-    agent.prompt("Hi").await.unwrap();
+    agent.prompt("Hi").await.unwrap().into_result().unwrap();
     assert_eq!(
         kinds(&events),
         [
@@ -187,7 +187,12 @@ async fn tool_loop_with_typed_tool() {
     faux.push(FauxResponse::text("It says: contents of a.txt"));
     let agent = agent_on(&faux).tool(read_tool()).build();
     let events = record(&agent);
-    agent.prompt("What is in a.txt?").await.unwrap();
+    agent
+        .prompt("What is in a.txt?")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     assert_eq!(
         tool_results(&agent),
         [("call_1".into(), false, "contents of a.txt".into())]
@@ -237,7 +242,7 @@ async fn unknown_tool_invalid_arguments_errors_and_panics_become_error_results()
     ]));
     faux.push(FauxResponse::text("Noted."));
     let agent = agent_on(&faux).tool(add).tool(fail).tool(boom).build();
-    agent.prompt("go").await.unwrap();
+    agent.prompt("go").await.unwrap().into_result().unwrap();
     let results = tool_results(&agent);
     assert_eq!(
         results[0],
@@ -281,7 +286,7 @@ async fn parallel_tools_run_concurrently_results_in_source_order() {
     let agent = agent_on(&faux).tool(sleep_tool("sleep")).build();
     let events = record(&agent);
     let started = tokio::time::Instant::now();
-    agent.prompt("go").await.unwrap();
+    agent.prompt("go").await.unwrap().into_result().unwrap();
     // Concurrent: 50 ms in all, not 60.
     assert_eq!(started.elapsed(), Duration::from_millis(50));
     let events = events.lock().unwrap();
@@ -317,7 +322,7 @@ async fn sequential_mode_by_config_and_by_tool() {
         let agent = builder.build();
         let events = record(&agent);
         let started = tokio::time::Instant::now();
-        agent.prompt("go").await.unwrap();
+        agent.prompt("go").await.unwrap().into_result().unwrap();
         assert_eq!(started.elapsed(), Duration::from_millis(40));
         let k: Vec<_> = kinds(&events)
             .into_iter()
@@ -356,7 +361,7 @@ async fn terminate_only_when_every_result_asks() {
         AssistantContent::tool_call("2", "finish", json!({"note": "two"})),
     ]));
     let agent = agent_on(&faux1).tool(finish()).build();
-    agent.prompt("finish").await.unwrap();
+    agent.prompt("finish").await.unwrap().into_result().unwrap();
     assert_eq!(faux1.call_count(), 1);
     assert_eq!(agent.messages().len(), 4);
     // One does not: the model is called again.
@@ -367,7 +372,7 @@ async fn terminate_only_when_every_result_asks() {
     ]));
     faux2.push(FauxResponse::text("more"));
     let agent = agent_on(&faux2).tool(finish()).tool(read_tool()).build();
-    agent.prompt("finish").await.unwrap();
+    agent.prompt("finish").await.unwrap().into_result().unwrap();
     assert_eq!(faux2.call_count(), 2);
 }
 
@@ -403,7 +408,7 @@ async fn tool_updates_reach_listeners_before_the_tool_goes_on() {
         }
     });
     let events = record(&agent);
-    agent.prompt("go").await.unwrap();
+    agent.prompt("go").await.unwrap().into_result().unwrap();
     assert_eq!(*seen.lock().unwrap(), ["10%", "50%", "90%"]);
     let k = kinds(&events);
     let last_update = k
@@ -451,7 +456,7 @@ async fn before_tool_call_blocks_and_after_tool_call_rewrites() {
         .tool(read_tool())
         .hooks(hooks.with_stream_fn(move |m, c, o| f.stream(m, c, o)))
         .build();
-    agent.prompt("go").await.unwrap();
+    agent.prompt("go").await.unwrap().into_result().unwrap();
     let results = tool_results(&agent);
     assert_eq!(
         results[0],
@@ -487,7 +492,7 @@ async fn panicking_hooks_do_not_crash_the_run() {
         )
         .build();
     agent.subscribe(|_, _| panic!("listener broke"));
-    agent.prompt("go").await.unwrap();
+    agent.prompt("go").await.unwrap().into_result().unwrap();
     assert_eq!(tool_results(&agent)[0].2, "hook broke");
     assert_eq!(last_assistant(&agent).text(), "still here");
 }
@@ -512,7 +517,7 @@ async fn custom_messages_and_convert_to_llm() {
     let faux1 = faux();
     faux1.push(FauxResponse::text("ok"));
     let agent = agent_on(&faux1).messages(vec![note.clone()]).build();
-    agent.prompt("hi").await.unwrap();
+    agent.prompt("hi").await.unwrap().into_result().unwrap();
     assert_eq!(faux1.requests()[0].context.messages.len(), 1);
     assert_eq!(
         agent.messages()[0]
@@ -549,9 +554,9 @@ async fn custom_messages_and_convert_to_llm() {
             .messages(vec![note.clone()])
             .hooks(hooks)
             .build();
-        agent.prompt("hi").await.unwrap();
+        agent.prompt("hi").await.unwrap().into_result().unwrap();
         agent.follow_up(note.clone());
-        agent.prompt("again").await.unwrap();
+        assert!(agent.prompt("again").await.unwrap().is_failed());
         let requests = faux2.requests();
         let Message::User(first) = &requests[0].context.messages[0] else {
             panic!()
@@ -595,7 +600,7 @@ async fn transform_context_and_get_api_key_run_before_each_call() {
         .hooks(hooks)
         .messages(vec![user_text("old 1"), user_text("old 2")])
         .build();
-    agent.prompt("new").await.unwrap();
+    agent.prompt("new").await.unwrap().into_result().unwrap();
     let requests = faux.requests();
     assert_eq!(requests[0].context.messages.len(), 2);
     assert_eq!(requests[1].context.messages.len(), 2);
@@ -618,7 +623,7 @@ async fn options_thinking_level_and_session_reach_the_model() {
         .thinking_level(ThinkingLevel::High)
         .session_id("s-1")
         .build();
-    agent.prompt("hi").await.unwrap();
+    agent.prompt("hi").await.unwrap().into_result().unwrap();
     let req = &faux.requests()[0];
     assert_eq!(req.options.reasoning, Some(ThinkingLevel::High));
     assert_eq!(req.options.session_id.as_deref(), Some("s-1"));
@@ -647,7 +652,7 @@ async fn should_stop_after_turn_and_max_turns() {
         }
         let agent = builder.build();
         let events = record(&agent);
-        agent.prompt("loop").await.unwrap();
+        agent.prompt("loop").await.unwrap().into_result().unwrap();
         assert_eq!(faux.call_count(), 2);
         let k = kinds(&events);
         assert_eq!(k.iter().filter(|k| **k == "turn_end").count(), 2);
@@ -672,7 +677,7 @@ async fn steering_arrives_after_all_tool_results() {
             agent.steer(user_text("Stop, do something else"));
         }
     });
-    agent.prompt("go").await.unwrap();
+    agent.prompt("go").await.unwrap().into_result().unwrap();
     let roles: Vec<_> = agent
         .messages()
         .iter()
@@ -719,7 +724,7 @@ async fn queue_modes_and_follow_ups() {
                 agent.follow_up(user_text("F2"));
             }
         });
-        agent.prompt("Start").await.unwrap();
+        agent.prompt("Start").await.unwrap().into_result().unwrap();
         assert_eq!(faux.call_count(), calls);
         let texts: Vec<String> = agent
             .messages()
@@ -752,7 +757,7 @@ async fn prompt_while_running_is_rejected_with_pis_text() {
             }
         })
     });
-    agent.prompt("first").await.unwrap();
+    agent.prompt("first").await.unwrap().into_result().unwrap();
     let (err, err2) = rejected.lock().unwrap().take().unwrap();
     assert_eq!(err, AgentError::AlreadyProcessing);
     assert_eq!(
@@ -769,10 +774,13 @@ async fn prompt_while_running_is_rejected_with_pis_text() {
 async fn continue_rules() {
     let faux = faux();
     let agent = agent_on(&faux).build();
-    assert_eq!(agent.continue_run().await, Err(AgentError::NoMessages));
+    assert_eq!(
+        agent.continue_run().await.unwrap_err(),
+        AgentError::NoMessages
+    );
 
     faux.push(FauxResponse::error("connect ECONNREFUSED 127.0.0.1:443"));
-    agent.prompt("Hello").await.unwrap();
+    assert!(agent.prompt("Hello").await.unwrap().is_failed());
     assert_eq!(
         agent.error_message().as_deref(),
         Some("connect ECONNREFUSED 127.0.0.1:443")
@@ -786,7 +794,7 @@ async fn continue_rules() {
     // Retry: drop the failed message, continue from the user message.
     agent.state().messages.pop();
     faux.push(FauxResponse::text("Hello again"));
-    agent.continue_run().await.unwrap();
+    agent.continue_run().await.unwrap().into_result().unwrap();
     assert_eq!(last_assistant(&agent).text(), "Hello again");
     assert_eq!(agent.error_message(), None, "a new run clears the error");
 
@@ -796,12 +804,12 @@ async fn continue_rules() {
     agent.steer(user_text("second steer"));
     faux.push(FauxResponse::text("R1"));
     faux.push(FauxResponse::text("R2"));
-    agent.continue_run().await.unwrap();
+    agent.continue_run().await.unwrap().into_result().unwrap();
     assert_eq!(faux.call_count(), 4);
     // Then follow-ups.
     agent.follow_up(user_text("one more"));
     faux.push(FauxResponse::text("R3"));
-    agent.continue_run().await.unwrap();
+    agent.continue_run().await.unwrap().into_result().unwrap();
     assert_eq!(last_assistant(&agent).text(), "R3");
     assert_eq!(agent.messages().len(), 8);
 }
@@ -811,7 +819,7 @@ async fn clear_queues_returns_them_and_reset_clears_everything() {
     let faux = faux();
     faux.push(FauxResponse::text("ok"));
     let agent = agent_on(&faux).build();
-    agent.prompt("hi").await.unwrap();
+    agent.prompt("hi").await.unwrap().into_result().unwrap();
     agent.steer(user_text("s"));
     agent.follow_up(user_text("f"));
     assert!(agent.has_queued_messages());
@@ -843,7 +851,7 @@ async fn abort_during_streaming_keeps_partial_text() {
             }
         }
     });
-    agent.prompt("Tell me a story").await.unwrap();
+    assert!(agent.prompt("Tell me a story").await.unwrap().is_aborted());
     let reply = last_assistant(&agent);
     assert_eq!(reply.stop_reason, StopReason::Aborted);
     assert_eq!(
@@ -858,7 +866,12 @@ async fn abort_during_streaming_keeps_partial_text() {
     );
     assert_eq!(*partials.lock().unwrap(), ["abcd", "abcdefgh"]);
     // The next prompt works, and the aborted reply stays in the context (pi's behaviour).
-    agent.prompt("Just finish it").await.unwrap();
+    agent
+        .prompt("Just finish it")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     assert_eq!(last_assistant(&agent).text(), "The end.");
     assert_eq!(faux.requests()[1].context.messages.len(), 3);
 }
@@ -879,7 +892,13 @@ async fn abort_during_tool_makes_no_further_model_call() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         aborter.abort();
     });
-    agent.prompt("Run the long task").await.unwrap();
+    assert!(
+        agent
+            .prompt("Run the long task")
+            .await
+            .unwrap()
+            .is_aborted()
+    );
     assert_eq!(faux.call_count(), 1, "no model call after the abort");
     assert_eq!(
         tool_results(&agent),
@@ -928,7 +947,7 @@ async fn abort_before_tools_start_runs_none() {
             agent.abort();
         }
     });
-    agent.prompt("count twice").await.unwrap();
+    assert!(agent.prompt("count twice").await.unwrap().is_aborted());
     assert_eq!(ran.load(Ordering::SeqCst), 0);
     assert!(
         tool_results(&agent)
@@ -962,7 +981,7 @@ async fn abort_while_a_hook_waits() {
         tokio::time::sleep(Duration::from_secs(5)).await;
         aborter.abort();
     });
-    agent.prompt("read a").await.unwrap();
+    assert!(agent.prompt("read a").await.unwrap().is_aborted());
     assert_eq!(
         tool_results(&agent),
         [("c1".into(), true, "No approval: the run was aborted".into())]
@@ -993,7 +1012,7 @@ async fn abort_holds_even_when_the_stream_ignores_the_token() {
         tokio::time::sleep(Duration::from_secs(1)).await;
         aborter.abort();
     });
-    agent.prompt("hang").await.unwrap();
+    assert!(agent.prompt("hang").await.unwrap().is_aborted());
     let reply = last_assistant(&agent);
     assert_eq!(reply.stop_reason, StopReason::Aborted);
     assert_eq!(reply.text(), "partial");
@@ -1013,9 +1032,9 @@ async fn abort_leaves_queued_messages_for_the_next_run() {
             agent.abort();
         }
     });
-    agent.prompt("First").await.unwrap();
+    assert!(agent.prompt("First").await.unwrap().is_aborted());
     assert!(agent.has_queued_messages());
-    agent.prompt("Second").await.unwrap();
+    agent.prompt("Second").await.unwrap().into_result().unwrap();
     let texts: Vec<String> = agent.messages()[2..]
         .iter()
         .map(|m| match m {
@@ -1068,10 +1087,22 @@ async fn provider_errors_end_the_run_with_an_error_message() {
     ));
     let agent = agent_on(&faux).tool(read_tool()).build();
     let events = record(&agent);
-    agent.prompt("go").await.unwrap();
+    // The failure is the run's outcome, typed, and an `Err` for `?` through into_result.
+    let outcome = agent.prompt("go").await.unwrap();
+    assert_eq!(
+        outcome.error().map(|e| e.kind()),
+        Some(pi_engine::ErrorKind::Overloaded),
+        "{outcome:?}"
+    );
+    let err = outcome.into_result().unwrap_err();
+    assert_eq!(err.to_string(), "529 overloaded_error");
     let reply = last_assistant(&agent);
     assert_eq!(reply.stop_reason, StopReason::Error);
     assert_eq!(reply.text(), "Partial answer");
+    assert_eq!(
+        agent.last_assistant_text().as_deref(),
+        Some("Partial answer")
+    );
     assert_eq!(
         agent.error_message().as_deref(),
         Some("529 overloaded_error")
@@ -1086,7 +1117,7 @@ async fn panicking_stream_functions_become_error_messages() {
         .stream_fn(|_, _, _| panic!("no stream for you"))
         .build();
     let events = record(&agent);
-    agent.prompt("hi").await.unwrap();
+    assert!(agent.prompt("hi").await.unwrap().is_failed());
     let reply = last_assistant(&agent);
     assert_eq!(reply.stop_reason, StopReason::Error);
     assert_eq!(
@@ -1111,7 +1142,7 @@ async fn panicking_stream_functions_become_error_messages() {
             AssistantMessageEventStream::from_stream(PartialMessage::new(base), events)
         })
         .build();
-    agent.prompt("hi").await.unwrap();
+    assert!(agent.prompt("hi").await.unwrap().is_failed());
     let reply = last_assistant(&agent);
     assert_eq!(reply.stop_reason, StopReason::Error);
     assert_eq!(reply.text(), "so far");
@@ -1128,7 +1159,7 @@ async fn a_stream_without_a_final_event_is_an_error() {
             AssistantMessageEventStream::from_stream(PartialMessage::new(base), events)
         })
         .build();
-    agent.prompt("hi").await.unwrap();
+    assert!(agent.prompt("hi").await.unwrap().is_failed());
     assert_eq!(last_assistant(&agent).stop_reason, StopReason::Error);
 }
 
@@ -1153,7 +1184,7 @@ async fn listeners_run_in_order_and_are_awaited() {
     let second = agent.subscribe(move |e, _| l2.lock().unwrap().push(format!("b:{}", e.kind())));
     let l3 = log.clone();
     agent.subscribe(move |e, _| l3.lock().unwrap().push(format!("c:{}", e.kind())));
-    agent.prompt("hi").await.unwrap();
+    agent.prompt("hi").await.unwrap().into_result().unwrap();
     {
         let log = log.lock().unwrap();
         assert_eq!(
@@ -1165,7 +1196,7 @@ async fn listeners_run_in_order_and_are_awaited() {
     second.unsubscribe();
     log.lock().unwrap().clear();
     faux.push(FauxResponse::text("again"));
-    agent.prompt("again").await.unwrap();
+    agent.prompt("again").await.unwrap().into_result().unwrap();
     assert!(log.lock().unwrap().iter().all(|l| !l.starts_with("b:")));
 }
 
@@ -1182,7 +1213,7 @@ async fn wait_for_idle_from_another_task() {
     call.respond("hello");
     idle.await.unwrap();
     assert!(!agent.is_streaming());
-    run.await.unwrap().unwrap();
+    run.await.unwrap().unwrap().into_result().unwrap();
     assert_eq!(agent.messages().len(), 2);
 }
 
@@ -1274,6 +1305,8 @@ async fn prompt_with_images_and_messages() {
             vec![ImageContent::new("AAAA", "image/png")],
         ))
         .await
+        .unwrap()
+        .into_result()
         .unwrap();
     let Message::User(u) = &faux.requests()[0].context.messages[0] else {
         panic!()
@@ -1285,6 +1318,8 @@ async fn prompt_with_images_and_messages() {
     agent
         .prompt(vec![user_text("one"), user_text("and")])
         .await
+        .unwrap()
+        .into_result()
         .unwrap();
     assert_eq!(agent.messages().len(), 5);
 }
@@ -1306,7 +1341,7 @@ async fn many_agents_run_concurrently() {
         runs.push(tokio::spawn(async move { agent.prompt("go").await }));
     }
     for r in runs {
-        r.await.unwrap().unwrap();
+        r.await.unwrap().unwrap().into_result().unwrap();
     }
     for (i, agent) in agents.iter().enumerate() {
         assert_eq!(last_assistant(agent).text(), format!("done {i}"));
@@ -1321,7 +1356,7 @@ async fn clones_share_one_agent() {
     let agent = agent_on(&faux).build();
     let clone = agent.clone();
     clone.set_system_prompt("changed");
-    agent.prompt("hi").await.unwrap();
+    agent.prompt("hi").await.unwrap().into_result().unwrap();
     assert_eq!(clone.messages().len(), 2);
     assert_eq!(
         faux.requests()[0].context.system_prompt.as_deref(),
@@ -1361,7 +1396,12 @@ async fn listeners_see_tool_arguments_as_they_stream() {
                 .push(path.and_then(|p| p.as_str().map(str::to_owned)));
         }
     });
-    agent.prompt("read it").await.unwrap();
+    agent
+        .prompt("read it")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     let seen = seen.lock().unwrap();
     assert!(seen.len() > 2, "{seen:?}");
     let known: Vec<_> = seen.iter().flatten().collect();
@@ -1430,7 +1470,7 @@ async fn transcript_holds_the_final_message_not_the_streamed_one() {
                 .push(serde_json::to_string(message).unwrap());
         }
     });
-    agent.prompt("go").await.unwrap();
+    agent.prompt("go").await.unwrap().into_result().unwrap();
     let messages = agent.messages();
     let reply = serde_json::to_string(&messages[1]).unwrap();
     assert!(reply.contains(r#""text":"final text""#), "{reply}");
@@ -1478,7 +1518,7 @@ async fn cut_short_replies_keep_what_streamed_through_the_agent_as_in_the_bare_l
         let agent = Agent::builder(faux().model())
             .stream_fn(move |m, _, _| cut_short_stream(m, panic))
             .build();
-        agent.prompt("go").await.unwrap();
+        assert!(agent.prompt("go").await.unwrap().is_failed());
         let via_agent = last_assistant(&agent);
 
         let config = AgentLoopConfig::new(faux().model()).with_hooks(

@@ -197,6 +197,8 @@ async fn chat(session: &AgentSession, faux: &FauxProvider, n: usize, size: usize
         session
             .prompt(format!("question {i}: {}", "q".repeat(size)))
             .await
+            .unwrap()
+            .into_result()
             .unwrap();
     }
 }
@@ -234,7 +236,12 @@ async fn every_message_is_written_as_it_ends_and_a_reopened_session_continues() 
             probe.lock().unwrap().push(ok);
         }
     });
-    session.prompt("What is in a.rs?").await.unwrap();
+    session
+        .prompt("What is in a.rs?")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     assert_eq!(*written.lock().unwrap(), [true, true, true, true]);
     probing.unsubscribe(); // it holds a clone of the session
     let messages = session.messages();
@@ -263,7 +270,12 @@ async fn every_message_is_written_as_it_ends_and_a_reopened_session_continues() 
     assert_eq!(reopened.thinking_level(), ThinkingLevel::High);
     assert_eq!(reopened.messages(), messages);
     assert!(reopened.model_fallback_message().is_none());
-    reopened.prompt("What did I ask?").await.unwrap();
+    reopened
+        .prompt("What did I ask?")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     let last = faux.requests().pop().unwrap();
     assert_eq!(
         last.context.messages.len(),
@@ -290,7 +302,12 @@ async fn an_unknown_model_falls_back_with_pis_message() {
     let faux = faux();
     faux.push(FauxResponse::text("hi"));
     let session = builder(&faux, new_session(&dir)).build().unwrap();
-    session.prompt("hello").await.unwrap();
+    session
+        .prompt("hello")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     let file = session.session_file().unwrap();
     drop(session);
     let other = FauxProvider::builder()
@@ -326,7 +343,12 @@ async fn steering_and_follow_ups_report_queue_updates() {
     faux.push(FauxResponse::text("one"));
     faux.push(FauxResponse::text("two"));
     faux.push(FauxResponse::text("three"));
-    session.prompt("start").await.unwrap();
+    session
+        .prompt("start")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     let updates: Vec<(Vec<String>, Vec<String>)> = rec
         .session_events()
         .into_iter()
@@ -391,7 +413,12 @@ async fn tool_loop(compaction: bool) -> (AgentSession, FauxProvider, Recorder) {
         .build()
         .unwrap();
     let rec = Recorder::attach(&session);
-    session.prompt("Read all 20 files.").await.unwrap();
+    session
+        .prompt("Read all 20 files.")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     (session, faux, rec)
 }
 
@@ -514,7 +541,12 @@ async fn a_context_overflow_compacts_and_retries_once() {
         "prompt is too long: 213462 tokens > 200000 maximum",
     ));
     script(&faux, 2, &summarizing(|_| FauxResponse::text("recovered")));
-    session.prompt("question 3").await.unwrap();
+    session
+        .prompt("question 3")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
 
     let events = rec.session_events();
     assert_eq!(
@@ -571,7 +603,7 @@ async fn a_context_overflow_compacts_and_retries_once() {
     faux.push(FauxResponse::error(
         "prompt is too long: 300000 tokens > 200000 maximum",
     ));
-    session.prompt("question 4").await.unwrap();
+    assert!(session.prompt("question 4").await.unwrap().is_failed());
     let ends: Vec<_> = rec
         .session_events()
         .into_iter()
@@ -647,7 +679,7 @@ async fn manual_compaction_with_instructions() {
     );
     // The stale usage of the kept replies does not trigger another compaction.
     faux.push(FauxResponse::text("fine"));
-    session.prompt("next").await.unwrap();
+    session.prompt("next").await.unwrap().into_result().unwrap();
     assert!(
         rec.session_events().len() == 4,
         "{:?}",
@@ -703,7 +735,12 @@ async fn retryable_errors_are_retried_after_2_then_4_seconds() {
     let session = builder(&faux, new_session(&dir)).build().unwrap();
     let rec = Recorder::attach(&session);
     let t0 = tokio::time::Instant::now();
-    session.prompt("hello").await.unwrap();
+    session
+        .prompt("hello")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     assert_eq!(t0.elapsed(), Duration::from_secs(6));
     assert_eq!(
         retry_events(&rec),
@@ -748,7 +785,7 @@ async fn retries_stop_after_three() {
         .unwrap();
     let rec = Recorder::attach(&session);
     let t0 = tokio::time::Instant::now();
-    session.prompt("hello").await.unwrap();
+    assert!(session.prompt("hello").await.unwrap().is_failed());
     assert_eq!(t0.elapsed(), Duration::from_secs(2 + 4 + 8));
     assert_eq!(
         retry_events(&rec),
@@ -767,7 +804,12 @@ async fn retries_stop_after_three() {
         FauxResponse::error("fetch failed"),
         FauxResponse::text("ok"),
     ]);
-    session.prompt("again").await.unwrap();
+    session
+        .prompt("again")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     assert_eq!(session.last_assistant_text().as_deref(), Some("ok"));
 }
 
@@ -808,7 +850,7 @@ async fn retry_after_is_honoured_up_to_the_cap() {
             .unwrap();
         let rec = Recorder::attach(&session);
         let t0 = tokio::time::Instant::now();
-        session.prompt("hi").await.unwrap();
+        session.prompt("hi").await.unwrap().into_result().unwrap();
         assert_eq!(
             t0.elapsed(),
             Duration::from_secs(waited),
@@ -847,7 +889,7 @@ async fn abort_during_the_backoff_wait_cancels_the_retry() {
     assert!(session.is_busy());
     session.abort();
     session.wait_for_idle().await;
-    running.await.unwrap().unwrap();
+    assert!(running.await.unwrap().unwrap().is_aborted());
     assert_eq!(t0.elapsed(), Duration::from_secs(1));
     assert_eq!(
         retry_events(&rec),
@@ -880,7 +922,7 @@ async fn abort_during_the_retried_call_ends_retrying() {
     reply.text_delta("partial answ");
     tokio::task::yield_now().await;
     session.abort();
-    running.await.unwrap().unwrap();
+    assert!(running.await.unwrap().unwrap().is_aborted());
     drop(reply);
     assert_eq!(
         retry_events(&rec),
@@ -904,7 +946,7 @@ async fn aborted_and_non_retryable_failures_are_not_retried() {
         .build()
         .unwrap();
     let rec = Recorder::attach(&session);
-    session.prompt("hello").await.unwrap();
+    assert!(session.prompt("hello").await.unwrap().is_failed());
     assert!(retry_events(&rec).is_empty());
     assert_eq!(faux.call_count(), 1);
 
@@ -916,14 +958,14 @@ async fn aborted_and_non_retryable_failures_are_not_retried() {
     });
     let _call = handle.next_call().await.unwrap();
     session.abort();
-    running.await.unwrap().unwrap();
+    assert!(running.await.unwrap().unwrap().is_aborted());
     assert!(retry_events(&rec).is_empty());
     assert_eq!(faux.call_count(), 2);
 
     // Retries off: the provider-level policy applies, and nothing is retried here.
     session.set_auto_retry_enabled(false);
     faux.push(FauxResponse::error("503 Service Unavailable"));
-    session.prompt("third").await.unwrap();
+    assert!(session.prompt("third").await.unwrap().is_failed());
     assert!(retry_events(&rec).is_empty());
     assert_eq!(faux.requests().pop().unwrap().options.retry, None);
 }
@@ -1074,7 +1116,12 @@ async fn navigating_away_summarizes_the_branch_left() {
         json!({"path": "notes.md"}),
     ));
     faux.push(FauxResponse::text("read it"));
-    session.prompt("question 2: read notes.md").await.unwrap();
+    session
+        .prompt("question 2: read notes.md")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     let path = branch(&session);
     let users: Vec<&SessionEntry> = path
         .iter()
@@ -1131,7 +1178,12 @@ async fn navigating_away_summarizes_the_branch_left() {
 
     // The conversation goes on from there; the model sees the summary.
     faux.push(FauxResponse::text("new direction it is"));
-    session.prompt("let's do something else").await.unwrap();
+    session
+        .prompt("let's do something else")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     let seen = &faux.requests().pop().unwrap().context.messages;
     let Message::User(u) = &seen[2] else { panic!() };
     assert!(
@@ -1227,7 +1279,7 @@ async fn forking_and_new_sessions() {
     session.new_session().unwrap();
     assert!(session.messages().is_empty());
     faux.push(FauxResponse::text("fresh"));
-    session.prompt("hi").await.unwrap();
+    session.prompt("hi").await.unwrap().into_result().unwrap();
     let fresh = session.session_file().unwrap();
     assert!(fresh != forked && fresh != original);
     assert_eq!(
@@ -1256,7 +1308,7 @@ async fn statistics_add_up_the_context() {
         FauxResponse::tool_call("c1", "read", json!({"path": "a"})).with_usage(usage.clone()),
     );
     faux.push(FauxResponse::text("done").with_usage(usage.clone()));
-    session.prompt("go").await.unwrap();
+    session.prompt("go").await.unwrap().into_result().unwrap();
     session.set_session_name("stats test").unwrap();
     let stats = session.session_stats();
     let v = serde_json::to_value(&stats).unwrap();
@@ -1320,7 +1372,12 @@ async fn a_session_written_by_agent_session_opens_in_pi_with_the_same_context() 
     ));
     faux.push(FauxResponse::error("503 Service Unavailable"));
     faux.push(FauxResponse::text("main.rs is all x"));
-    session.prompt("read src/main.rs").await.unwrap();
+    session
+        .prompt("read src/main.rs")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     // An extension message with the prompt, a model switch, a manual compaction.
     let note = pi_engine::session::ExtensionMessage::new("note", "remember: tabs", true);
     faux.push(FauxResponse::text("noted"));
@@ -1330,6 +1387,8 @@ async fn a_session_written_by_agent_session_opens_in_pi_with_the_same_context() 
             pi_engine::UserMessage::text("noted?").into(),
         ])
         .await
+        .unwrap()
+        .into_result()
         .unwrap();
     session
         .set_model(faux.get_model("small").unwrap())
@@ -1347,7 +1406,12 @@ async fn a_session_written_by_agent_session_opens_in_pi_with_the_same_context() 
         .unwrap();
     session.set_session_name("written by AgentSession").unwrap();
     faux.push(FauxResponse::text("a new start"));
-    session.prompt("start over").await.unwrap();
+    session
+        .prompt("start over")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
 
     let file = session.session_file().unwrap();
     let ours = session.messages();
@@ -1490,7 +1554,7 @@ async fn over_http_a_model_call_has_one_budget_of_attempts() {
         .unwrap();
     let rec = Recorder::attach(&session);
     let t0 = tokio::time::Instant::now();
-    session.prompt("hi").await.unwrap();
+    assert!(session.prompt("hi").await.unwrap().is_failed());
     assert_eq!(server.requests().len(), 4, "no provider-level retries");
     assert_eq!(
         retry_events(&rec),
@@ -1507,7 +1571,12 @@ async fn over_http_a_model_call_has_one_budget_of_attempts() {
         Some("sk-ant-test")
     );
     // The next prompt gets a fresh budget and succeeds on the server's next reply.
-    session.prompt("again").await.unwrap();
+    session
+        .prompt("again")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
     assert_eq!(session.last_assistant_text().as_deref(), Some("Hello"));
 }
 
@@ -1526,7 +1595,12 @@ async fn a_window_within_the_reserve_never_compacts_nothing() {
     let rec = Recorder::attach(&session);
     for i in 0..3 {
         faux.push(FauxResponse::text(format!("reply {i}")));
-        session.prompt(format!("prompt {i}")).await.unwrap();
+        session
+            .prompt(format!("prompt {i}"))
+            .await
+            .unwrap()
+            .into_result()
+            .unwrap();
     }
     let requests = faux.requests();
     assert_eq!(requests.len(), 3, "no summary requests");
@@ -1583,6 +1657,8 @@ async fn a_window_within_the_reserve_still_compacts_real_history() {
         session
             .prompt(format!("question {i}: {}", "q".repeat(400)))
             .await
+            .unwrap()
+            .into_result()
             .unwrap();
     }
     let summaries: Vec<FauxRequest> = faux
@@ -1635,7 +1711,7 @@ async fn a_session_with_deeply_nested_tool_arguments_resumes() {
     let faux = faux();
     let session = builder(&faux, reopen(&path)).build().unwrap();
     faux.push(FauxResponse::text("continued"));
-    session.prompt("next").await.unwrap();
+    session.prompt("next").await.unwrap().into_result().unwrap();
     let request = &faux.requests()[0];
     assert_eq!(request.context.messages.len(), 4);
     assert_eq!(roles(&context(&session)).len(), 5);

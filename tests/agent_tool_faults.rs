@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use pi_engine::agent::{
     Agent, AgentBuilder, AgentContext, AgentEvent, AgentHooks, AgentLoopConfig, AgentMessage,
-    AgentToolResult, DEFAULT_TOOL_ABORT_GRACE, ToolCallDecision, ToolContext, ToolError,
-    ToolExecutionMode, TypedTool, run_agent_loop,
+    AgentToolResult, DEFAULT_TOOL_ABORT_GRACE, RunOutcome, ToolCallDecision, ToolContext,
+    ToolError, ToolExecutionMode, TypedTool, run_agent_loop,
 };
 use pi_engine::providers::faux::{Chunking, FauxProvider, FauxResponse};
 use pi_engine::{ApiProvider, AssistantContent, Content, StopReason, UserMessage};
@@ -130,13 +130,13 @@ fn abort_after(agent: &Agent, after: Duration) {
     });
 }
 
-/// Runs `agent.prompt`, failing the test when it has not returned within `limit` (paused
-/// time: a hang fails at once instead of blocking the test).
-async fn prompt_within(agent: &Agent, text: &str, limit: Duration) {
+/// Runs `agent.prompt` and returns how the run ended, failing the test when it has not
+/// returned within `limit` (paused time: a hang fails at once instead of blocking the test).
+async fn prompt_within(agent: &Agent, text: &str, limit: Duration) -> RunOutcome {
     tokio::time::timeout(limit, agent.prompt(text.to_owned()))
         .await
         .expect("the run ended in bounded time")
-        .unwrap();
+        .unwrap()
 }
 
 // ----- a tool that ignores its cancellation ----------------------------------------------
@@ -158,7 +158,11 @@ async fn deaf_tool_is_cut_after_the_grace(mode: ToolExecutionMode) {
     let events = record(&agent);
     abort_after(&agent, Duration::from_millis(100));
     let started = tokio::time::Instant::now();
-    prompt_within(&agent, "go", Duration::from_secs(600)).await;
+    assert!(
+        prompt_within(&agent, "go", Duration::from_secs(600))
+            .await
+            .is_aborted()
+    );
     let took = started.elapsed();
     // The abort at 0.1 s, then the 5 s grace: not a moment longer.
     assert_eq!(DEFAULT_TOOL_ABORT_GRACE, Duration::from_secs(5));
@@ -190,7 +194,10 @@ async fn deaf_tool_is_cut_after_the_grace(mode: ToolExecutionMode) {
     assert!(agent.state().pending_tool_calls().is_empty());
     // The agent takes the next prompt.
     faux.set_responses([FauxResponse::text("Next prompt answered.")]);
-    prompt_within(&agent, "again", Duration::from_secs(60)).await;
+    prompt_within(&agent, "again", Duration::from_secs(60))
+        .await
+        .into_result()
+        .unwrap();
     let last = agent
         .messages()
         .last()
@@ -224,7 +231,11 @@ async fn the_grace_is_configurable_on_the_builder_and_the_loop_config() {
             .build();
         abort_after(&agent, Duration::from_millis(100));
         let started = tokio::time::Instant::now();
-        prompt_within(&agent, "go", Duration::from_secs(600)).await;
+        assert!(
+            prompt_within(&agent, "go", Duration::from_secs(600))
+                .await
+                .is_aborted()
+        );
         let took = started.elapsed();
         assert!(
             took >= Duration::from_millis(1100) && took < Duration::from_millis(1200),
@@ -237,7 +248,11 @@ async fn the_grace_is_configurable_on_the_builder_and_the_loop_config() {
         faux.push(FauxResponse::tool_call("c2", "deaf", json!({})));
         abort_after(&agent, Duration::from_millis(100));
         let started = tokio::time::Instant::now();
-        prompt_within(&agent, "go", Duration::from_secs(600)).await;
+        assert!(
+            prompt_within(&agent, "go", Duration::from_secs(600))
+                .await
+                .is_aborted()
+        );
         assert!(started.elapsed() < Duration::from_millis(150));
         assert_eq!(dropped.load(Ordering::SeqCst), 2);
     }
@@ -309,7 +324,11 @@ async fn a_tool_that_returns_within_the_grace_keeps_its_result() {
         let agent = agent_on(&faux).tool(slow()).tool_execution(mode).build();
         abort_after(&agent, Duration::from_millis(100));
         let started = tokio::time::Instant::now();
-        prompt_within(&agent, "go", Duration::from_secs(600)).await;
+        assert!(
+            prompt_within(&agent, "go", Duration::from_secs(600))
+                .await
+                .is_aborted()
+        );
         assert!(started.elapsed() < Duration::from_millis(2100));
         assert_eq!(
             tool_results(&agent),
@@ -362,7 +381,11 @@ async fn updates_after_the_cut_are_discarded_with_a_warning() {
         .build();
     let events = record(&agent);
     abort_after(&agent, Duration::from_millis(100));
-    prompt_within(&agent, "go", Duration::from_secs(600)).await;
+    assert!(
+        prompt_within(&agent, "go", Duration::from_secs(600))
+            .await
+            .is_aborted()
+    );
     // Let the spawned task send its late update.
     tokio::time::sleep(Duration::from_secs(20)).await;
     let updates: Vec<String> = events
@@ -407,7 +430,11 @@ async fn a_before_tool_call_hook_that_ignores_the_abort_is_cut_after_the_grace()
     let events = record(&agent);
     abort_after(&agent, Duration::from_millis(100));
     let started = tokio::time::Instant::now();
-    prompt_within(&agent, "go", Duration::from_secs(600)).await;
+    assert!(
+        prompt_within(&agent, "go", Duration::from_secs(600))
+            .await
+            .is_aborted()
+    );
     assert!(started.elapsed() < Duration::from_millis(5200));
     assert_eq!(
         tool_results(&agent),
@@ -448,7 +475,10 @@ async fn panicking_tools_become_error_results_in_both_modes() {
             .tool_execution(mode)
             .build();
         let events = record(&agent);
-        prompt_within(&agent, "go", Duration::from_secs(60)).await;
+        prompt_within(&agent, "go", Duration::from_secs(60))
+            .await
+            .into_result()
+            .unwrap();
         assert_eq!(
             tool_results(&agent),
             [
@@ -497,7 +527,10 @@ async fn a_tool_returning_10_mb_works() {
         }))
         .build();
     let events = record(&agent);
-    prompt_within(&agent, "go", Duration::from_secs(600)).await;
+    prompt_within(&agent, "go", Duration::from_secs(600))
+        .await
+        .into_result()
+        .unwrap();
     let results = tool_results(&agent);
     assert_eq!(results.len(), 1);
     assert!(!results[0].1);
@@ -561,7 +594,12 @@ async fn ten_thousand_calls(mode: ToolExecutionMode, with_abort: bool) {
     if with_abort {
         abort_after(&agent, Duration::from_millis(500));
     }
-    prompt_within(&agent, "go", Duration::from_secs(36_000)).await;
+    assert_eq!(
+        prompt_within(&agent, "go", Duration::from_secs(36_000))
+            .await
+            .is_aborted(),
+        with_abort
+    );
     let results = tool_results(&agent);
     assert_eq!(results.len(), N);
     for (i, (id, is_error, text)) in results.iter().enumerate() {

@@ -224,7 +224,10 @@ async fn env_keys_child() {
         format!("{}/v1", server.url()),
     );
     let agent = pi_engine::agent::Agent::new(model);
-    agent.prompt("hi").await.unwrap();
+    assert!(
+        agent.prompt("hi").await.unwrap().is_failed(),
+        "the call is refused"
+    );
     let last = agent.state().messages.last().cloned().unwrap();
     let reply = last.as_assistant().expect("the failed reply");
     assert_eq!(

@@ -803,8 +803,17 @@ fn act<'a>(agent: &'a Agent, action: &'a Value, out: &'a Arc<Mutex<Output>>) -> 
         out.lock().unwrap().line(&line);
         let text = value.as_str().unwrap_or_default();
         let result: Result<(), String> = match name.as_str() {
-            "prompt" => agent.prompt(text).await.map_err(|e| e.to_string()),
-            "continue" => agent.continue_run().await.map_err(|e| e.to_string()),
+            // How the run ended is in its events (pi's transcript); only a refusal is noted.
+            "prompt" => agent
+                .prompt(text)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            "continue" => agent
+                .continue_run()
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
             "steer" => {
                 agent.steer(user_message(text));
                 Ok(())
@@ -1098,6 +1107,8 @@ pub(crate) async fn agent_loop(turns: &str) -> Result<(), String> {
     agent
         .prompt("Run the noop tool until told otherwise.")
         .await
+        .map_err(|e| e.to_string())?
+        .into_result()
         .map_err(|e| e.to_string())?;
     agent.wait_for_idle().await;
     let wall = t0.elapsed().as_secs_f64();

@@ -30,12 +30,13 @@ use crate::agent::agent_loop::{
 use crate::agent::config::{AgentContext, AgentHooks, AgentLoopConfig};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::AgentMessage;
+use crate::agent::outcome::RunOutcome;
 use crate::agent::tool::{AgentTool, ToolExecutionMode};
 use crate::error::{Error, ErrorKind};
 use crate::event::{AssistantMessageEvent, PartialMessage};
 use crate::event_stream::AssistantMessageEventStream;
 use crate::message::{
-    AssistantContent, AssistantMessage, Content, Context, ImageContent, UserMessage,
+    AssistantContent, AssistantMessage, Content, Context, ImageContent, StopReason, UserMessage,
 };
 use crate::model::Model;
 use crate::options::StreamOptions;
@@ -292,7 +293,7 @@ struct Inner {
 ///         print!("{delta}");
 ///     }
 /// });
-/// agent.prompt("Hi").await.unwrap();
+/// agent.prompt("Hi").await.unwrap().into_result().unwrap();
 /// assert_eq!(agent.messages().len(), 2);
 /// # }
 /// ```
@@ -763,9 +764,10 @@ impl Agent {
         }
     }
 
-    /// Runs a prompt: text, text with images, or messages. Returns when the run has ended
-    /// (a failed model call is not an error: it ends the run with an error message, see
-    /// [`error_message`](Self::error_message)).
+    /// Runs a prompt: text, text with images, or messages. Returns when the run has ended,
+    /// with how it ended: a failed model call is not an `Err` (it ends the run with an error
+    /// message, as pi's does) but a [`RunOutcome::Failed`] carrying the typed error;
+    /// [`RunOutcome::into_result`] makes it one for `?`.
     ///
     /// # Errors
     ///
@@ -777,21 +779,21 @@ impl Agent {
     /// The run executes inside this future. Dropping it stops the run where it is (without
     /// `agent_end`); completed messages stay in the transcript and the agent becomes idle.
     /// To stop a run in an orderly way, use [`abort`](Self::abort).
-    pub async fn prompt(&self, input: impl Into<PromptInput>) -> Result<(), AgentError> {
+    pub async fn prompt(&self, input: impl Into<PromptInput>) -> Result<RunOutcome, AgentError> {
         let cancel = self
             .begin_run(|_, _| Ok(()))
             .map_err(|_| AgentError::AlreadyProcessing)?
             .0;
         let messages = input.into().into_messages();
-        self.execute(
-            cancel,
-            RunKind::Prompt {
-                messages,
-                skip_initial_steering_poll: false,
-            },
-        )
-        .await;
-        Ok(())
+        Ok(self
+            .execute(
+                cancel,
+                RunKind::Prompt {
+                    messages,
+                    skip_initial_steering_poll: false,
+                },
+            )
+            .await)
     }
 
     /// Continues from the transcript (pi's `continue`). When it ends with a user or
@@ -808,7 +810,7 @@ impl Agent {
     /// # Cancel safety
     ///
     /// As for [`prompt`](Self::prompt).
-    pub async fn continue_run(&self) -> Result<(), AgentError> {
+    pub async fn continue_run(&self) -> Result<RunOutcome, AgentError> {
         let (cancel, kind) = self.begin_run(|state, queues| {
             let Some(last) = state.messages.last() else {
                 return Err(AgentError::NoMessages);
@@ -832,8 +834,7 @@ impl Agent {
             }
             Err(AgentError::CannotContinueFrom("assistant".into()))
         })?;
-        self.execute(cancel, kind).await;
-        Ok(())
+        Ok(self.execute(cancel, kind).await)
     }
 
     /// Atomically checks that no run is active, lets `plan` decide (under the state and queue
@@ -906,8 +907,9 @@ impl Agent {
         (context, config)
     }
 
-    async fn execute(&self, cancel: CancellationToken, kind: RunKind) {
+    async fn execute(&self, cancel: CancellationToken, kind: RunKind) -> RunOutcome {
         let _idle_on_exit = RunGuard(self);
+        let start = self.state().messages.len();
         let skip = matches!(
             kind,
             RunKind::Prompt {
@@ -943,6 +945,21 @@ impl Agent {
             self.fail_run(panic_message(&*panic), cancel.is_cancelled())
                 .await;
         }
+        let state = self.state();
+        let last = state.messages.get(start..).and_then(|added| {
+            added.iter().rev().find_map(|m| match m {
+                AgentMessage::Assistant(a) => Some(a),
+                _ => None,
+            })
+        });
+        RunOutcome::of_run(last, cancel.is_cancelled())
+    }
+
+    /// The text of the last assistant reply that has content, trimmed (pi's
+    /// `getLastAssistantText`): an aborted reply without content is passed over, and a reply
+    /// without text gives `None`.
+    pub fn last_assistant_text(&self) -> Option<String> {
+        last_assistant_text(&self.state().messages)
     }
 
     /// pi's `handleRunFailure`: the run itself broke (here: panicked outside every guarded
@@ -1078,6 +1095,21 @@ impl Drop for RunGuard<'_> {
         }
         self.0.inner.idle.notify_waiters();
     }
+}
+
+/// [`Agent::last_assistant_text`] of a transcript.
+pub(crate) fn last_assistant_text(messages: &[AgentMessage]) -> Option<String> {
+    let reply = messages.iter().rev().find_map(|m| match m {
+        AgentMessage::Assistant(a)
+            if !(a.stop_reason == StopReason::Aborted && a.content.is_empty()) =>
+        {
+            Some(a)
+        }
+        _ => None,
+    })?;
+    let text = reply.text();
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
 }
 
 #[cfg(test)]

@@ -192,6 +192,21 @@ impl From<UserMessage> for AgentMessage {
     }
 }
 
+/// A user message with this text (what [`Agent::steer`](super::Agent::steer) and
+/// [`follow_up`](super::Agent::follow_up) usually take).
+impl From<&str> for AgentMessage {
+    fn from(text: &str) -> Self {
+        AgentMessage::User(UserMessage::text(text))
+    }
+}
+
+/// A user message with this text.
+impl From<String> for AgentMessage {
+    fn from(text: String) -> Self {
+        AgentMessage::User(UserMessage::text(text))
+    }
+}
+
 impl From<AssistantMessage> for AgentMessage {
     fn from(m: AssistantMessage) -> Self {
         AgentMessage::Assistant(m)
@@ -274,6 +289,19 @@ struct Tagged<'a, T: Serialize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_is_a_user_message() {
+        for message in [
+            AgentMessage::from("steer left"),
+            "steer left".to_owned().into(),
+        ] {
+            match message {
+                AgentMessage::User(user) => assert_eq!(user.content.text(), "steer left"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
     use serde_json::json;
 
     #[test]

@@ -41,7 +41,7 @@
 //!     .tool(TypedTool::new("weather", "Current weather in a city", weather))
 //!     .stream_fn(move |m, c, o| faux.stream(m, c, o))
 //!     .build();
-//! agent.prompt("Weather in Oslo?").await.unwrap();
+//! agent.prompt("Weather in Oslo?").await.unwrap().into_result().unwrap();
 //! let messages = agent.messages();
 //! assert_eq!(messages.len(), 4); // user, assistant (tool call), tool result, assistant
 //! assert_eq!(messages[3].as_assistant().unwrap().text(), "It is sunny in Oslo.");
@@ -96,8 +96,9 @@
 mod agent_loop;
 mod config;
 mod event;
-mod handle;
+pub(crate) mod handle;
 mod message;
+mod outcome;
 mod tool;
 mod tool_exec;
 
@@ -112,6 +113,7 @@ pub use config::{
 pub use event::{AgentEvent, AgentEventStream, AgentLoopState};
 pub use handle::{Agent, AgentBuilder, AgentState, PromptInput, QueueMode, Subscription};
 pub use message::{AgentMessage, CustomMessage, CustomMessageType};
+pub use outcome::{RunError, RunOutcome};
 pub use tool::{
     AgentTool, AgentToolResult, ToolContext, ToolError, ToolExecutionMode, ToolUpdates, TypedTool,
 };

@@ -54,7 +54,7 @@
 //! // First run: a new session file.
 //! faux.push(FauxResponse::text("Nice to meet you, Ada."));
 //! let session = open(SessionOptions::new().with_session_dir(&dir).create("/project"));
-//! session.prompt("My name is Ada.").await.unwrap();
+//! session.prompt("My name is Ada.").await.unwrap().into_result().unwrap();
 //! let file = session.session_file().unwrap();
 //! drop(session);
 //!
@@ -62,7 +62,7 @@
 //! faux.push(FauxResponse::text("You are Ada."));
 //! let session = open(SessionOptions::new().open(&file).unwrap());
 //! assert_eq!(session.messages().len(), 2);
-//! session.prompt("Who am I?").await.unwrap();
+//! session.prompt("Who am I?").await.unwrap().into_result().unwrap();
 //! assert_eq!(faux.requests()[1].context.messages.len(), 3); // the model saw the history
 //! assert_eq!(session.last_assistant_text().as_deref(), Some("You are Ada."));
 //! # std::fs::remove_dir_all(&dir).ok();

@@ -18,7 +18,9 @@ use super::retry::{is_retryable, retry_delay};
 use super::settings::AgentSessionSettings;
 use super::stats::{self, ContextUsage, SessionStats};
 use crate::agent::CustomMessageType;
-use crate::agent::{Agent, AgentError, AgentEvent, AgentMessage, PromptInput, QueueMode, StreamFn};
+use crate::agent::{
+    Agent, AgentError, AgentEvent, AgentMessage, PromptInput, QueueMode, RunOutcome, StreamFn,
+};
 use crate::error::Error;
 use crate::event_stream::AssistantMessageEventStream;
 use crate::message::{AssistantMessage, Context, StopReason};
@@ -471,24 +473,37 @@ impl Inner {
 
     /// The rest of a prompt after the agent's run: retries, overflow recovery and the
     /// threshold compaction, continuing the run as they decide.
+    /// `outcome` is how the agent's run ended; the result is how the whole operation ended,
+    /// after the session's retries and compaction continuations (the last run's outcome, or
+    /// aborted when the operation was).
     pub(super) async fn after_run(
         self: &Arc<Self>,
         op: &CancellationToken,
-    ) -> Result<(), AgentSessionError> {
+        mut outcome: RunOutcome,
+    ) -> Result<RunOutcome, AgentSessionError> {
+        let end = |outcome: RunOutcome| {
+            Ok(if op.is_cancelled() {
+                RunOutcome::Aborted
+            } else {
+                outcome
+            })
+        };
         loop {
             self.sync_after_run()?;
             let Some(last) = self.state().last_assistant.take() else {
-                return Ok(());
+                return end(outcome);
             };
             let window = self.model().context_window;
             let retry = self.state().settings.retry;
             if retry.enabled && is_retryable(&last, window) {
                 match self.retry(&last, op).await {
                     Retry::Continue => {
-                        self.continue_agent(op).await?;
+                        if let Some(next) = self.continue_agent(op).await? {
+                            outcome = next;
+                        }
                         continue;
                     }
-                    Retry::Stop => return Ok(()),
+                    Retry::Stop => return end(outcome),
                     Retry::Exhausted => {}
                 }
             } else if last.stop_reason == StopReason::Error {
@@ -502,13 +517,15 @@ impl Inner {
                 }
             }
             if op.is_cancelled() {
-                return Ok(());
+                return end(outcome);
             }
             match self.check_compaction(&last, true, op).await {
                 AfterCheck::Continue => {
-                    self.continue_agent(op).await?;
+                    if let Some(next) = self.continue_agent(op).await? {
+                        outcome = next;
+                    }
                 }
-                AfterCheck::Done => return Ok(()),
+                AfterCheck::Done => return end(outcome),
             }
         }
     }
@@ -531,13 +548,18 @@ impl Inner {
         }
     }
 
-    async fn continue_agent(&self, op: &CancellationToken) -> Result<(), AgentSessionError> {
+    /// Continues the agent (a retry, or the turn after a compaction); `None` when there was
+    /// nothing to continue.
+    async fn continue_agent(
+        &self,
+        op: &CancellationToken,
+    ) -> Result<Option<RunOutcome>, AgentSessionError> {
         if op.is_cancelled() {
-            return Ok(());
+            return Ok(None);
         }
         match self.agent.continue_run().await {
-            Ok(()) => Ok(()),
-            Err(AgentError::CannotContinueFrom(_) | AgentError::NoMessages) => Ok(()),
+            Ok(outcome) => Ok(Some(outcome)),
+            Err(AgentError::CannotContinueFrom(_) | AgentError::NoMessages) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
@@ -836,14 +858,18 @@ impl AgentSession {
     /// or [`follow_up`](Self::follow_up)), [`AgentSessionError::Busy`] during another
     /// operation, [`AgentSessionError::NoApiKey`] without credentials, and
     /// [`AgentSessionError::Session`] when a message could not be written (the run is then
-    /// aborted). A failed model call is not an error: see
-    /// [`error_message`](Self::error_message).
+    /// aborted). A failed model call is not an `Err`: the [`RunOutcome`] says how the run
+    /// ended after the session's retries ([`RunOutcome::Failed`] with the typed error,
+    /// [`RunOutcome::Aborted`]); [`RunOutcome::into_result`] turns those into an `Err`.
     ///
     /// # Cancel safety
     ///
     /// The run executes inside this future. Dropping it stops the run where it is; what was
     /// written stays written. Use [`abort`](Self::abort) to stop in an orderly way.
-    pub async fn prompt(&self, input: impl Into<PromptInput>) -> Result<(), AgentSessionError> {
+    pub async fn prompt(
+        &self,
+        input: impl Into<PromptInput>,
+    ) -> Result<RunOutcome, AgentSessionError> {
         let inner = &self.inner;
         if inner.agent.is_streaming() {
             return Err(AgentError::AlreadyProcessing.into());
@@ -856,11 +882,11 @@ impl AgentSession {
             inner.check_compaction(&last, false, &op).await;
         }
         if op.is_cancelled() {
-            return Ok(());
+            return Ok(RunOutcome::Aborted);
         }
         inner.state().last_assistant = None;
-        inner.agent.prompt(input).await?;
-        inner.after_run(&op).await
+        let outcome = inner.agent.prompt(input).await?;
+        inner.after_run(&op, outcome).await
     }
 
     /// Continues the conversation without a new message (pi's `continue`): retries after a
@@ -874,7 +900,7 @@ impl AgentSession {
     /// # Cancel safety
     ///
     /// As [`prompt`](Self::prompt).
-    pub async fn continue_run(&self) -> Result<(), AgentSessionError> {
+    pub async fn continue_run(&self) -> Result<RunOutcome, AgentSessionError> {
         let inner = &self.inner;
         if inner.agent.is_streaming() {
             return Err(AgentError::AlreadyProcessingContinue.into());
@@ -882,8 +908,8 @@ impl AgentSession {
         let (op, _guard) = inner.begin_op()?;
         inner.check_auth(&inner.model())?;
         inner.state().last_assistant = None;
-        inner.agent.continue_run().await?;
-        inner.after_run(&op).await
+        let outcome = inner.agent.continue_run().await?;
+        inner.after_run(&op, outcome).await
     }
 
     fn queue_text(input: &PromptInput) -> String {
@@ -1027,18 +1053,7 @@ impl AgentSession {
 
     /// The text of the last assistant reply that has content (pi's `getLastAssistantText`).
     pub fn last_assistant_text(&self) -> Option<String> {
-        let agent = self.inner.agent.state();
-        let reply = agent.messages.iter().rev().find_map(|m| match m {
-            AgentMessage::Assistant(a)
-                if !(a.stop_reason == StopReason::Aborted && a.content.is_empty()) =>
-            {
-                Some(a)
-            }
-            _ => None,
-        })?;
-        let text = reply.text();
-        let text = text.trim();
-        (!text.is_empty()).then(|| text.to_owned())
+        crate::agent::handle::last_assistant_text(&self.inner.agent.state().messages)
     }
 }
 
