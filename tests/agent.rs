@@ -1555,3 +1555,37 @@ async fn cut_short_replies_keep_what_streamed_through_the_agent_as_in_the_bare_l
         assert_eq!(via_agent, bare, "panic: {panic}");
     }
 }
+
+#[tokio::test]
+async fn a_provider_or_a_registry_needs_no_closure() {
+    let faux = FauxProvider::new();
+    faux.push(FauxResponse::text("from the provider"));
+    let agent = Agent::builder(faux.model()).provider(faux.clone()).build();
+    agent.prompt("hi").await.unwrap().into_result().unwrap();
+    assert_eq!(
+        agent.last_assistant_text().as_deref(),
+        Some("from the provider")
+    );
+
+    let registry = std::sync::Arc::new(pi_engine::ApiRegistry::new());
+    registry.register(std::sync::Arc::new(faux.clone()));
+    faux.push(FauxResponse::text("through the registry"));
+    let agent = Agent::builder(faux.model())
+        .registry(registry.clone())
+        .build();
+    agent.prompt("hi").await.unwrap().into_result().unwrap();
+    assert_eq!(
+        agent.last_assistant_text().as_deref(),
+        Some("through the registry")
+    );
+    // A model whose api the registry does not hold fails the run, saying so.
+    let stranger = pi_engine::Model::new("m", "no-such-api", "nobody", "");
+    let agent = Agent::builder(stranger).registry(registry).build();
+    let outcome = agent.prompt("hi").await.unwrap();
+    assert!(
+        outcome
+            .error()
+            .is_some_and(|e| e.message().contains("no-such-api")),
+        "{outcome:?}"
+    );
+}

@@ -40,6 +40,7 @@ use crate::message::{
 };
 use crate::model::Model;
 use crate::options::StreamOptions;
+use crate::providers::{ApiProvider, ApiRegistry};
 use crate::thinking::ThinkingLevel;
 
 /// How many queued messages one poll of a queue delivers.
@@ -378,6 +379,37 @@ impl AgentBuilder {
     ) -> Self {
         self.settings.hooks = self.settings.hooks.with_stream_fn(f);
         self
+    }
+
+    /// Every model call goes to `provider` (its `stream_simple`), whatever the model's api:
+    /// wiring a provider, the faux one in a test among them, needs no closure. Replaces any
+    /// [`stream_fn`](Self::stream_fn) or [`registry`](Self::registry) set before.
+    ///
+    /// ```
+    /// # use pi_engine::agent::Agent;
+    /// # use pi_engine::providers::faux::{FauxProvider, FauxResponse};
+    /// # use pi_engine::ApiProvider;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let faux = FauxProvider::new();
+    /// faux.push(FauxResponse::text("Hi!"));
+    /// let agent = Agent::builder(faux.model()).provider(faux.clone()).build();
+    /// agent.prompt("Hello").await.unwrap().into_result().unwrap();
+    /// assert_eq!(agent.last_assistant_text().as_deref(), Some("Hi!"));
+    /// # }
+    /// ```
+    pub fn provider(self, provider: impl ApiProvider) -> Self {
+        self.stream_fn(move |model, context, options| {
+            provider.stream_simple(model, context, options)
+        })
+    }
+
+    /// Model calls go to the provider `registry` holds for the model's api (its
+    /// `stream_simple`), instead of the [global](ApiRegistry::global) registry's. Replaces any
+    /// [`stream_fn`](Self::stream_fn) or [`provider`](Self::provider) set before.
+    pub fn registry(self, registry: Arc<ApiRegistry>) -> Self {
+        self.stream_fn(move |model, context, options| {
+            registry.stream_simple(model, context, options)
+        })
     }
 
     /// Options of every model call (API key, temperature, max tokens, session id, cache
