@@ -39,7 +39,7 @@
 //! faux.push(FauxResponse::text("It is sunny in Oslo."));
 //! let agent = Agent::builder(faux.model())
 //!     .tool(TypedTool::new("weather", "Current weather in a city", weather))
-//!     .stream_fn(move |m, c, o| faux.stream(m, c, o))
+//!     .provider(faux)
 //!     .build();
 //! agent.prompt("Weather in Oslo?").await.unwrap().into_result().unwrap();
 //! let messages = agent.messages();
