@@ -1,71 +1,10 @@
-//! # pi-engine
-//!
-//! Embed an AI agent in a Rust program. A Rust implementation of the engine of the
-//! [pi](https://github.com/badlogic/pi-mono) agent framework, compatible with pi 0.73.1's
-//! messages, events and session files.
-//!
-//! The crate has four layers, each usable alone:
-//!
-//! 1. **LLM layer** — one message model ([`Message`], [`AssistantMessage`], …), one
-//!    streaming protocol ([`AssistantMessageEvent`]) over many providers, the
-//!    [`ApiRegistry`], and a scripted [faux provider](providers::faux) for tests.
-//! 2. **Agent layer** — `Agent` and its ReAct loop (tools, steering, follow-ups).
-//! 3. **Session layer** — pi-compatible JSONL session trees and compaction; on top of it,
-//!    [`AgentSession`](agent_session::AgentSession): a persistent agent.
-//! 4. **Tools** — built-in coding tools and the extension API come next (the design's
-//!    `src/tools`); today tools are the application's own ([`agent::AgentTool`]).
-//!
-//! ## A first call
-//!
-//! ```
-//! use std::sync::Arc;
-//! use futures::StreamExt;
-//! use pi_engine::providers::faux::{FauxProvider, FauxResponse};
-//! use pi_engine::{ApiRegistry, AssistantMessageEvent, Context, StreamOptions, UserMessage};
-//!
-//! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! // A scripted provider; real ones (anthropic, openai, google) are registered by default.
-//! let faux = FauxProvider::new();
-//! faux.push(FauxResponse::text("Hello! How can I help?"));
-//! let registry = ApiRegistry::new();
-//! registry.register(Arc::new(faux.clone()));
-//!
-//! let context = Context::new()
-//!     .with_system_prompt("You are helpful.")
-//!     .with_message(UserMessage::text("Hi"));
-//! let mut stream = registry.stream(&faux.model(), &context, &StreamOptions::new());
-//! let mut printed = String::new();
-//! while let Some(event) = stream.next().await {
-//!     if let AssistantMessageEvent::TextDelta { delta, .. } = &event {
-//!         printed.push_str(delta); // print as it arrives
-//!     }
-//! }
-//! let reply = stream.result().await;
-//! assert_eq!(printed, reply.text());
-//! # }
-//! ```
-//!
-//! ## Errors
-//!
-//! Model calls never return `Err` and never panic: a failure is the stream's final `error`
-//! event, whose message keeps the partial output. [`AssistantMessage::error`] turns it into
-//! an [`Error`] with predicates ([`Error::is_retryable`], [`Error::is_context_overflow`], …).
-//!
-//! ## Stability
-//!
-//! Wire types are `#[non_exhaustive]`: new fields and variants are not breaking changes.
-//! The text of error messages (`Display`) is not covered by semver.
-
+// The crate's front page on docs.rs is the README: its examples run as doc tests there.
+#![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs, missing_debug_implementations)]
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 // Messages live in vectors; boxing the large variant would cost an allocation per message.
 #![allow(clippy::large_enum_variant)]
-
-// The README's examples compile and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;
 
 pub mod agent;
 pub mod agent_session;

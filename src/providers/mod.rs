@@ -122,6 +122,34 @@ pub trait ApiProvider: Send + Sync + 'static {
 /// [`ApiRegistry::global`] is the registry the free functions ([`stream`], …) use; it starts
 /// with the built-in providers enabled by cargo features. Create your own with
 /// [`ApiRegistry::new`] (empty) or [`ApiRegistry::with_builtins`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use futures::StreamExt;
+/// use pi_engine::providers::faux::{FauxProvider, FauxResponse};
+/// use pi_engine::{ApiRegistry, AssistantMessageEvent, Context, StreamOptions, UserMessage};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// // A scripted provider; real ones (anthropic, openai, google) are in `with_builtins()`.
+/// let faux = FauxProvider::new();
+/// faux.push(FauxResponse::text("Hello! How can I help?"));
+/// let registry = ApiRegistry::new();
+/// registry.register(Arc::new(faux.clone()));
+///
+/// let context = Context::new()
+///     .with_system_prompt("You are helpful.")
+///     .with_message(UserMessage::text("Hi"));
+/// let mut stream = registry.stream(&faux.model(), &context, &StreamOptions::new());
+/// let mut printed = String::new();
+/// while let Some(event) = stream.next().await {
+///     if let AssistantMessageEvent::TextDelta { delta, .. } = &event {
+///         printed.push_str(delta); // print as it arrives
+///     }
+/// }
+/// let reply = stream.result().await;
+/// assert_eq!(printed, reply.text());
+/// # }
+/// ```
 pub struct ApiRegistry {
     providers: RwLock<BTreeMap<String, Arc<dyn ApiProvider>>>,
 }
