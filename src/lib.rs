@@ -54,6 +54,10 @@
 //! ## Stability
 //!
 //! Wire types are `#[non_exhaustive]`: new fields and variants are not breaking changes.
+//! What they read from outside loses nothing: an unknown field goes to an `extra` map, and an
+//! unknown stop reason, content block, session entry type or (for [`AgentMessage`](agent::AgentMessage))
+//! role to an `Unknown`/`Custom` variant holding the raw JSON, all written back unchanged.
+//! Input enums the caller builds ([`ThinkingLevel`], [`CacheRetention`], …) stay closed and `Copy`.
 //! The text of error messages (`Display`) is not covered by semver.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -422,7 +422,7 @@ impl<D: Decoder> Driver<D> {
         };
         match end {
             Ok(()) => AssistantMessageEvent::Done {
-                reason: message.stop_reason,
+                reason: message.stop_reason.clone(),
                 message: Box::new(message),
             },
             Err(error) => {
