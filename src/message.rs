@@ -387,6 +387,17 @@ impl UserMessage {
 /// treats an unknown reason as pi does: not a failure, so the turn ends normally (its tool
 /// calls, if any, run). Not `Copy` since it can hold a string: clone it, or match by
 /// reference.
+///
+/// ```
+/// use pi_engine::StopReason;
+///
+/// let known: StopReason = serde_json::from_str(r#""toolUse""#).unwrap();
+/// assert_eq!(known, StopReason::ToolUse);
+/// let newer: StopReason = serde_json::from_str(r#""pauseTurn""#).unwrap();
+/// assert_eq!(newer, StopReason::Unknown("pauseTurn".into()));
+/// assert!(!newer.is_failure());
+/// assert_eq!(serde_json::to_string(&newer).unwrap(), r#""pauseTurn""#);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum StopReason {
