@@ -65,7 +65,7 @@ fn reply(model: &Model, n: usize, turns: usize) -> AssistantMessageEventStream {
         message.stop_reason = StopReason::ToolUse;
     }
     events.push(E::Done {
-        reason: message.stop_reason,
+        reason: message.stop_reason.clone(),
         message: Box::new(message),
     });
     AssistantMessageEventStream::from_stream(

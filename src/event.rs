@@ -464,6 +464,37 @@ mod tests {
     }
 
     #[test]
+    fn the_fold_replaces_an_unknown_block_and_keeps_one_the_final_message_carries() {
+        use AssistantMessageEvent as E;
+        let unknown: AssistantContent =
+            serde_json::from_value(json!({"type": "citation", "q": 1})).unwrap();
+        let start = AssistantMessage::new("a", "p", "m")
+            .with_content(vec![unknown.clone(), unknown.clone()]);
+        let mut p = PartialMessage::new(start);
+        // A delta aimed at an unknown block replaces it, as for any block of another kind.
+        p.apply(&E::TextDelta {
+            content_index: 0,
+            delta: "x".into(),
+        });
+        p.apply(&E::ToolcallDelta {
+            content_index: 1,
+            delta: "{}".into(),
+        });
+        assert_eq!(p.message().text(), "x");
+        let done = AssistantMessage::new("a", "p", "m")
+            .with_content(vec![AssistantContent::text("x"), unknown.clone()]);
+        p.apply(&E::Done {
+            reason: StopReason::from_wire("pauseTurn"),
+            message: Box::new(done.clone()),
+        });
+        assert_eq!(p.message(), &done);
+        assert_eq!(
+            serde_json::to_value(p.message()).unwrap()["content"][1],
+            json!({"type": "citation", "q": 1})
+        );
+    }
+
+    #[test]
     fn final_message_reuses_streamed_blocks() {
         use AssistantMessageEvent as E;
         let mut p = PartialMessage::new(AssistantMessage::new("a", "p", "m"));

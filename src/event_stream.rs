@@ -323,7 +323,7 @@ impl EventStream<AssistantMessageEvent, AssistantMessage> {
     /// is how a call that fails before producing output (no API key, unknown api) reports.
     pub fn failed(message: AssistantMessage, error: crate::Error) -> Self {
         let failed = message.with_error(error);
-        let reason = failed.stop_reason;
+        let reason = failed.stop_reason.clone();
         let event = AssistantMessageEvent::Error {
             reason,
             error: Box::new(failed),

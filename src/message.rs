@@ -9,6 +9,14 @@
 //! The structs are `#[non_exhaustive]`; build them with their constructors and `with_*`
 //! methods, and read their public fields directly.
 //!
+//! Values a newer pi may write are kept too: a content block of an unknown `type` reads as
+//! [`AssistantContent::Unknown`] / [`Content::Unknown`] (the raw object), a stop reason this
+//! crate does not know as [`StopReason::Unknown`]; both are written back unchanged. Providers
+//! leave unknown blocks out of their requests (with a `tracing` warning) and the text helpers
+//! ignore them. An unknown `role` is an error for [`Message`] (the LLM layer knows exactly three);
+//! read session and agent messages as [`AgentMessage`](crate::agent::AgentMessage), which keeps
+//! any other role as a custom message.
+//!
 //! ```
 //! use pi_engine::{AssistantContent, Message, UserMessage};
 //!
@@ -27,6 +35,7 @@
 //! assert!(matches!(reply.content[0], AssistantContent::Text(_)));
 //! ```
 
+use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -202,6 +211,11 @@ pub enum Content {
     Text(TextContent),
     /// An image.
     Image(ImageContent),
+    /// A block of a type this crate does not know (written by a newer pi): the whole JSON
+    /// object as read, `type` included, written back unchanged. Providers do not send it to a
+    /// model (they skip it with a warning) and text helpers ignore it.
+    #[serde(untagged)]
+    Unknown(Extra),
 }
 
 impl Content {
@@ -213,6 +227,15 @@ impl Content {
     /// An image block.
     pub fn image(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
         Content::Image(ImageContent::new(data, mime_type))
+    }
+
+    /// The wire `type` of the block (`"text"`, `"image"`, or an unknown block's own `type`).
+    pub fn block_type(&self) -> &str {
+        match self {
+            Content::Text(_) => "text",
+            Content::Image(_) => "image",
+            Content::Unknown(raw) => unknown_type(raw),
+        }
     }
 
     /// The text of a text block.
@@ -235,6 +258,12 @@ pub enum AssistantContent {
     Thinking(ThinkingContent),
     /// A tool call.
     ToolCall(ToolCall),
+    /// A block of a type this crate does not know (written by a newer pi): the whole JSON
+    /// object as read, `type` included, written back unchanged. Providers do not send it to a
+    /// model (they skip it with a warning), text helpers ignore it, and the agent loop does not
+    /// treat it as a tool call.
+    #[serde(untagged)]
+    Unknown(Extra),
 }
 
 impl AssistantContent {
@@ -252,6 +281,22 @@ impl AssistantContent {
     pub fn tool_call(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
         AssistantContent::ToolCall(ToolCall::new(id, name, arguments))
     }
+
+    /// The wire `type` of the block (`"text"`, `"thinking"`, `"toolCall"`, or an unknown
+    /// block's own `type`).
+    pub fn block_type(&self) -> &str {
+        match self {
+            AssistantContent::Text(_) => "text",
+            AssistantContent::Thinking(_) => "thinking",
+            AssistantContent::ToolCall(_) => "toolCall",
+            AssistantContent::Unknown(raw) => unknown_type(raw),
+        }
+    }
+}
+
+/// The `type` of an unknown block as read (`""` if it is somehow not a string).
+fn unknown_type(raw: &Extra) -> &str {
+    raw.get("type").and_then(Value::as_str).unwrap_or("")
 }
 
 /// The content of a user message: a plain string, or a list of text and image blocks.
@@ -335,8 +380,26 @@ impl UserMessage {
 }
 
 /// Why the model stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+///
+/// pi writes one of five names; a name this crate does not know (written by a newer pi, or a
+/// custom provider) reads as [`StopReason::Unknown`] holding the raw string and is written back
+/// unchanged, so a message carrying it stays in the session and in the context. The agent loop
+/// treats an unknown reason as pi does: not a failure, so the turn ends normally (its tool
+/// calls, if any, run). Not `Copy` since it can hold a string: clone it, or match by
+/// reference.
+///
+/// ```
+/// use pi_engine::StopReason;
+///
+/// let known: StopReason = serde_json::from_str(r#""toolUse""#).unwrap();
+/// assert_eq!(known, StopReason::ToolUse);
+/// let newer: StopReason = serde_json::from_str(r#""pauseTurn""#).unwrap();
+/// assert_eq!(newer, StopReason::Unknown("pauseTurn".into()));
+/// assert!(!newer.is_failure());
+/// assert_eq!(serde_json::to_string(&newer).unwrap(), r#""pauseTurn""#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum StopReason {
     /// It finished its answer.
     #[default]
@@ -349,23 +412,56 @@ pub enum StopReason {
     Error,
     /// The call was cancelled.
     Aborted,
+    /// A reason this crate does not know, as written. Reading never produces it for one of the
+    /// five known names (use [`StopReason::from_wire`] to build one from a string).
+    Unknown(Box<str>),
 }
 
 impl StopReason {
-    /// The wire name (`"stop"`, `"toolUse"`, …).
-    pub fn as_str(self) -> &'static str {
+    /// The wire name (`"stop"`, `"toolUse"`, …; an unknown reason's own string).
+    pub fn as_str(&self) -> &str {
         match self {
             StopReason::Stop => "stop",
             StopReason::Length => "length",
             StopReason::ToolUse => "toolUse",
             StopReason::Error => "error",
             StopReason::Aborted => "aborted",
+            StopReason::Unknown(raw) => raw,
         }
     }
 
-    /// True for `error` and `aborted`.
-    pub fn is_failure(self) -> bool {
+    /// The reason for a wire name: one of the five known ones, or [`StopReason::Unknown`].
+    pub fn from_wire(name: &str) -> StopReason {
+        match name {
+            "stop" => StopReason::Stop,
+            "length" => StopReason::Length,
+            "toolUse" => StopReason::ToolUse,
+            "error" => StopReason::Error,
+            "aborted" => StopReason::Aborted,
+            other => StopReason::Unknown(other.into()),
+        }
+    }
+
+    /// True for `error` and `aborted` (an unknown reason is not a failure, as in pi).
+    pub fn is_failure(&self) -> bool {
         matches!(self, StopReason::Error | StopReason::Aborted)
+    }
+
+    /// True for a reason this crate does not know.
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, StopReason::Unknown(_))
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for StopReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -637,7 +733,7 @@ impl AssistantMessage {
         self.response_id.clone_from(response_id);
         self.diagnostics.clone_from(diagnostics);
         self.usage.clone_from(usage);
-        self.stop_reason = *stop_reason;
+        self.stop_reason.clone_from(stop_reason);
         self.error_message.clone_from(error_message);
         self.timestamp = *timestamp;
         self.extra.clone_from(extra);
@@ -754,6 +850,10 @@ impl ToolResultMessage {
 }
 
 /// A message an LLM understands: user, assistant or tool result.
+///
+/// Reading a message of another `role` is an error: messages of other roles (pi's session
+/// roles, a newer pi's) are [`AgentMessage::Custom`](crate::agent::AgentMessage::Custom), and
+/// [`convert_to_llm`](crate::session::convert_to_llm) decides what the model sees of them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "role", rename_all = "camelCase")]
 #[non_exhaustive]
@@ -905,6 +1005,7 @@ fn identical_blocks(a: &AssistantContent, b: &AssistantContent) -> bool {
         (AssistantContent::ToolCall(a), AssistantContent::ToolCall(b)) => {
             identical_tool_calls(a, b)
         }
+        (AssistantContent::Unknown(a), AssistantContent::Unknown(b)) => identical_maps(a, b),
         _ => false,
     }
 }

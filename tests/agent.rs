@@ -214,6 +214,80 @@ async fn tool_loop_with_typed_tool() {
 }
 
 #[tokio::test]
+async fn an_unknown_stop_reason_ends_the_turn_as_stop_does() {
+    // pi's loop only stops early on `error` and `aborted`: any other reason is a normal end.
+    let faux = faux();
+    faux.push(
+        FauxResponse::text("Paused here.").with_stop_reason(StopReason::from_wire("pauseTurn")),
+    );
+    let agent = agent_on(&faux).build();
+    let events = record(&agent);
+    agent.prompt("Hi").await.unwrap().into_result().unwrap();
+    assert_eq!(agent.error_message(), None);
+    let messages = agent.messages();
+    assert_eq!(messages.len(), 2);
+    let reply = messages[1].as_assistant().unwrap();
+    assert_eq!(reply.stop_reason, StopReason::Unknown("pauseTurn".into()));
+    assert_eq!(reply.text(), "Paused here.");
+    let k = kinds(&events);
+    assert_eq!(k.iter().filter(|x| **x == "turn_end").count(), 1);
+    assert_eq!(k.last(), Some(&"agent_end"));
+    assert_eq!(faux.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_unknown_stop_reason_with_tool_calls_runs_them() {
+    let faux = faux();
+    faux.push(
+        FauxResponse::content(vec![AssistantContent::tool_call(
+            "call_1",
+            "read",
+            json!({"path": "a.txt"}),
+        )])
+        .with_stop_reason(StopReason::from_wire("pauseTurn")),
+    );
+    faux.push(FauxResponse::text("It says: contents of a.txt"));
+    let agent = agent_on(&faux).tool(read_tool()).build();
+    agent
+        .prompt("What is in a.txt?")
+        .await
+        .unwrap()
+        .into_result()
+        .unwrap();
+    assert_eq!(
+        tool_results(&agent),
+        [("call_1".into(), false, "contents of a.txt".into())]
+    );
+    assert_eq!(agent.messages().len(), 4);
+    assert_eq!(faux.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn unknown_blocks_in_the_history_are_kept_and_the_faux_provider_streams_none() {
+    // A history read from a newer pi's session: the assistant message holds an unknown block.
+    let raw = json!({"role": "assistant", "content": [
+            {"type": "citation", "quote": "q"}, {"type": "text", "text": "Earlier."}],
+        "api": "faux", "provider": "faux", "model": "faux-1",
+        "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0,
+                  "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+        "stopReason": "stop", "timestamp": 1});
+    let earlier: AgentMessage = serde_json::from_value(raw.clone()).unwrap();
+    let faux = faux();
+    // A scripted reply with an unknown block: the faux provider does not stream it.
+    faux.push(FauxResponse::content(vec![
+        AssistantContent::text("Now."),
+        serde_json::from_value(json!({"type": "citation", "quote": "r"})).unwrap(),
+    ]));
+    let agent = agent_on(&faux).messages(vec![earlier.clone()]).build();
+    agent.prompt("Again").await.unwrap().into_result().unwrap();
+    let messages = agent.messages();
+    assert_eq!(messages[0], earlier);
+    assert_eq!(serde_json::to_value(&messages[0]).unwrap(), raw);
+    let reply = messages.last().unwrap().as_assistant().unwrap();
+    assert_eq!(reply.content, vec![AssistantContent::text("Now.")]);
+}
+
+#[tokio::test]
 async fn unknown_tool_invalid_arguments_errors_and_panics_become_error_results() {
     #[derive(Deserialize, JsonSchema)]
     struct AddArgs {

@@ -297,6 +297,43 @@ async fn every_message_is_written_as_it_ends_and_a_reopened_session_continues() 
 }
 
 #[tokio::test]
+async fn a_reply_with_an_unknown_stop_reason_ends_the_run_and_is_kept() {
+    // Not a failure (no retry, no error) and not an overflow: it ends the run as `stop` does,
+    // and the session file keeps the reason as written.
+    let dir = TempDir::new().unwrap();
+    let faux = faux();
+    faux.push(FauxResponse::text("Paused.").with_stop_reason(StopReason::from_wire("pauseTurn")));
+    let session = builder(&faux, new_session(&dir)).build().unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let sub = session.subscribe(move |e| {
+        if let AgentSessionEvent::Session(e) = e {
+            seen.lock().unwrap().push(format!("{e:?}"));
+        }
+    });
+    session.prompt("Hi").await.unwrap().into_result().unwrap();
+    assert_eq!(faux.requests().len(), 1, "no retry");
+    assert!(
+        !events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e.contains("Retry") || e.contains("Compaction")),
+        "{events:?}"
+    );
+    assert_eq!(session.last_assistant_text().as_deref(), Some("Paused."));
+    let file = session.session_file().unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains(r#""stopReason":"pauseTurn""#), "{text}");
+    sub.unsubscribe();
+    drop(session);
+    let reopened = reopen(&file);
+    let ctx = reopened.build_session_context().unwrap();
+    let reply = ctx.messages.last().unwrap().as_assistant().unwrap();
+    assert_eq!(reply.stop_reason, StopReason::Unknown("pauseTurn".into()));
+}
+
+#[tokio::test]
 async fn an_unknown_model_falls_back_with_pis_message() {
     let dir = TempDir::new().unwrap();
     let faux = faux();

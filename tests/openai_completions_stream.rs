@@ -530,7 +530,7 @@ async fn stream_cut_before_the_end_is_an_error() {
     ))
     .await;
     assert_eq!(
-        (m.stop_reason, m.text()),
+        (m.stop_reason.clone(), m.text()),
         (StopReason::Stop, "ok".to_owned())
     );
 
@@ -539,7 +539,7 @@ async fn stream_cut_before_the_end_is_an_error() {
     text.push_str("data: {not json\n\n");
     let (_, m) = run(&text).await;
     assert_eq!(
-        (m.stop_reason, m.text()),
+        (m.stop_reason.clone(), m.text()),
         (StopReason::Stop, "ok".to_owned())
     );
 }
@@ -565,7 +565,7 @@ async fn silence_after_the_finish_reason_ends_the_reply() {
     let started = Instant::now();
     let (_, m) = run_reply(reply, options().with_idle_timeout(Duration::from_secs(20))).await;
     assert_eq!(
-        (m.stop_reason, m.text()),
+        (m.stop_reason.clone(), m.text()),
         (StopReason::Stop, "ok".to_owned())
     );
     assert!(started.elapsed() >= Duration::from_secs(20));

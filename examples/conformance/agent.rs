@@ -529,7 +529,7 @@ fn plan(step: &Step, base: &AssistantMessage) -> (VecDeque<Planned>, AssistantMe
     let mut final_message = base
         .clone()
         .with_content(step.content.iter().map(clean_block).collect())
-        .with_stop_reason(step.stop_reason.unwrap_or(StopReason::Stop));
+        .with_stop_reason(step.stop_reason.clone().unwrap_or(StopReason::Stop));
     let last = if final_message.stop_reason.is_failure() {
         let text = step
             .error_message
@@ -542,12 +542,12 @@ fn plan(step: &Step, base: &AssistantMessage) -> (VecDeque<Planned>, AssistantMe
         };
         final_message.set_error(Error::new(kind, text));
         E::Error {
-            reason: final_message.stop_reason,
+            reason: final_message.stop_reason.clone(),
             error: Box::new(final_message),
         }
     } else {
         E::Done {
-            reason: final_message.stop_reason,
+            reason: final_message.stop_reason.clone(),
             message: Box::new(final_message),
         }
     };
@@ -557,7 +557,7 @@ fn plan(step: &Step, base: &AssistantMessage) -> (VecDeque<Planned>, AssistantMe
 fn failed(message: AssistantMessage, kind: ErrorKind, text: &str) -> AssistantMessageEvent {
     let message = message.with_error(Error::new(kind, text));
     AssistantMessageEvent::Error {
-        reason: message.stop_reason,
+        reason: message.stop_reason.clone(),
         error: Box::new(message),
     }
 }
@@ -1053,7 +1053,7 @@ fn perf_reply(model: &Model, n: usize, turns: usize) -> AssistantMessageEventStr
         message.stop_reason = StopReason::ToolUse;
     }
     events.push(E::Done {
-        reason: message.stop_reason,
+        reason: message.stop_reason.clone(),
         message: Box::new(message),
     });
     AssistantMessageEventStream::from_stream(

@@ -51,7 +51,7 @@ impl RunOutcome {
             ),
             Some(m) if m.stop_reason == StopReason::Aborted => RunOutcome::Aborted,
             _ if cancelled => RunOutcome::Aborted,
-            Some(m) => RunOutcome::Completed(m.stop_reason),
+            Some(m) => RunOutcome::Completed(m.stop_reason.clone()),
             None => RunOutcome::Completed(StopReason::Stop),
         }
     }

@@ -132,6 +132,11 @@ mod tests {
             .with_usage(Usage::new(990, 0, 0, 0))
             .with_stop_reason(StopReason::Length);
         assert!(is_context_overflow(&truncated, 1000));
+        // pi checks the silent overflow on `stop` only: an unknown reason is neither an
+        // overflow nor retryable.
+        let unknown = silent.with_stop_reason(StopReason::from_wire("pauseTurn"));
+        assert!(!is_context_overflow(&unknown, 1000));
+        assert!(!is_retryable(&unknown, 1000));
     }
 
     #[test]

@@ -22,7 +22,8 @@ use serde_json::{Map, Value};
 
 use super::{
     AssistantContent, AssistantMessage, Content, ErrorDetail, Extra, ImageContent, Message,
-    TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent, UserMessage,
+    StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent,
+    UserMessage,
 };
 use crate::agent::{AgentMessage, CustomMessage};
 
@@ -338,7 +339,7 @@ one_pass_struct!(AssistantMessage, AssistantFields, "an assistant message", {
     "responseId" => response_id: Option<String>, opt;
     "diagnostics" => diagnostics: Option<Vec<Value>>, opt;
     "usage" => usage: Usage, req;
-    "stopReason" => stop_reason: super::StopReason, req;
+    "stopReason" => stop_reason: StopReason, req;
     "errorMessage" => error_message: Option<String>, opt;
     "timestamp" => timestamp: i64, req;
 }, error_detail: ErrorDetail::default());
@@ -358,8 +359,14 @@ trait Tagged: Sized {
     const EXPECTING: &'static str;
     /// Reads the fields of variant `tag` (the tag itself already consumed).
     fn variant<'de, A: MapAccess<'de>>(tag: &str, map: A) -> Result<Self, A::Error>;
-    /// The variant from an object buffered because its tag was not its first key.
-    fn buffered(tag: String, fields: Map<String, Value>) -> Result<Self, serde_json::Error> {
+    /// The variant from an object buffered because its tag was not its first key (`index`:
+    /// where the tag was among the keys).
+    fn buffered(
+        tag: String,
+        fields: Map<String, Value>,
+        index: usize,
+    ) -> Result<Self, serde_json::Error> {
+        let _ = index;
         Self::variant(&tag, MapDeserializer::new(fields.into_iter()))
     }
     /// The error for an absent or non-string tag.
@@ -393,8 +400,9 @@ impl<'de, T: Tagged> Visitor<'de> for TaggedVisitor<T> {
             let value = map.next_value::<Value>()?;
             fields.insert(key.0.into_owned(), value);
         }
+        let index = fields.keys().position(|k| k == T::TAG).unwrap_or(0);
         match fields.shift_remove(T::TAG) {
-            Some(Value::String(tag)) => T::buffered(tag, fields).map_err(de::Error::custom),
+            Some(Value::String(tag)) => T::buffered(tag, fields, index).map_err(de::Error::custom),
             _ => Err(T::no_tag()),
         }
     }
@@ -411,9 +419,36 @@ impl Tagged for Content {
         match tag {
             "text" => read_fields::<TextFields, A>(map, Some(Self::TAG)).map(Content::Text),
             "image" => read_fields::<ImageFields, A>(map, Some(Self::TAG)).map(Content::Image),
-            other => Err(de::Error::unknown_variant(other, &["text", "image"])),
+            other => unknown_block(other, map).map(Content::Unknown),
         }
     }
+    fn buffered(
+        tag: String,
+        mut fields: Map<String, Value>,
+        index: usize,
+    ) -> Result<Self, serde_json::Error> {
+        match tag.as_str() {
+            "text" | "image" => Self::variant(&tag, MapDeserializer::new(fields.into_iter())),
+            _ => {
+                fields.shift_insert(index, Self::TAG.to_owned(), Value::String(tag));
+                Ok(Content::Unknown(fields))
+            }
+        }
+    }
+}
+
+/// The raw object of a block whose `type` (already read, as its first key) is unknown.
+fn unknown_block<'de, A: MapAccess<'de>>(tag: &str, mut map: A) -> Result<Extra, A::Error> {
+    let mut fields = Map::new();
+    fields.insert("type".to_owned(), Value::String(tag.to_owned()));
+    while let Some(key) = map.next_key::<Key<'de>>()? {
+        if key.0 == "type" {
+            return Err(de::Error::duplicate_field("type"));
+        }
+        let value = map.next_value::<Value>()?;
+        fields.insert(key.0.into_owned(), value);
+    }
+    Ok(fields)
 }
 
 impl<'de> Deserialize<'de> for Content {
@@ -435,10 +470,22 @@ impl Tagged for AssistantContent {
             "toolCall" => {
                 read_fields::<ToolCallFields, A>(map, tag_key).map(AssistantContent::ToolCall)
             }
-            other => Err(de::Error::unknown_variant(
-                other,
-                &["text", "thinking", "toolCall"],
-            )),
+            other => unknown_block(other, map).map(AssistantContent::Unknown),
+        }
+    }
+    fn buffered(
+        tag: String,
+        mut fields: Map<String, Value>,
+        index: usize,
+    ) -> Result<Self, serde_json::Error> {
+        match tag.as_str() {
+            "text" | "thinking" | "toolCall" => {
+                Self::variant(&tag, MapDeserializer::new(fields.into_iter()))
+            }
+            _ => {
+                fields.shift_insert(index, Self::TAG.to_owned(), Value::String(tag));
+                Ok(AssistantContent::Unknown(fields))
+            }
         }
     }
 }
@@ -498,7 +545,11 @@ impl Tagged for AgentMessage {
             fields,
         )))
     }
-    fn buffered(tag: String, fields: Map<String, Value>) -> Result<Self, serde_json::Error> {
+    fn buffered(
+        tag: String,
+        fields: Map<String, Value>,
+        _index: usize,
+    ) -> Result<Self, serde_json::Error> {
         if LLM_ROLES.contains(&tag.as_str()) {
             Self::variant(&tag, MapDeserializer::new(fields.into_iter()))
         } else {
@@ -513,6 +564,22 @@ impl Tagged for AgentMessage {
 impl<'de> Deserialize<'de> for AgentMessage {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         tagged(d)
+    }
+}
+
+impl<'de> Deserialize<'de> for StopReason {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ReasonVisitor;
+        impl<'de> Visitor<'de> for ReasonVisitor {
+            type Value = StopReason;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a stop reason")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<StopReason, E> {
+                Ok(StopReason::from_wire(v))
+            }
+        }
+        d.deserialize_str(ReasonVisitor)
     }
 }
 
@@ -617,8 +684,6 @@ mod tests {
         let dup_tag = r#"{"type":"text","text":"a","type":"text"}"#;
         assert!(serde_json::from_str::<Content>(dup_tag).is_err());
 
-        let e = serde_json::from_value::<Content>(json!({"type": "video"})).unwrap_err();
-        assert!(e.to_string().contains("unknown variant `video`"), "{e}");
         let e =
             serde_json::from_value::<Message>(json!({"role": "note", "timestamp": 1})).unwrap_err();
         assert!(e.to_string().contains("unknown variant `note`"), "{e}");
@@ -646,6 +711,90 @@ mod tests {
             let c = m.as_custom().unwrap();
             assert_eq!(c.role(), "note");
             assert_eq!(c.fields().keys().collect::<Vec<_>>(), ["b", "a"]);
+        }
+    }
+
+    #[test]
+    fn unknown_blocks_are_kept_whole_and_written_back_unchanged() {
+        for raw in [
+            r#"{"type":"video","url":"u","meta":{"b":1,"a":[null]}}"#,
+            r#"{"url":"u","type":"video","meta":{"b":1,"a":[null]}}"#,
+            r#"{"url":"u","meta":{"b":1},"type":"video"}"#,
+            r#"{"type":"video"}"#,
+        ] {
+            let value: Value = serde_json::from_str(raw).unwrap();
+            let (a, b) = both::<Content>(&value);
+            for block in [a.unwrap(), b.unwrap()] {
+                assert_eq!(block.block_type(), "video");
+                assert_eq!(block.as_text(), None);
+                assert!(
+                    matches!(&block, Content::Unknown(m) if m.len() == value.as_object().unwrap().len())
+                );
+                assert_eq!(serde_json::to_string(&block).unwrap(), raw);
+            }
+            let (a, b) = both::<AssistantContent>(&value);
+            for block in [a.unwrap(), b.unwrap()] {
+                assert_eq!(block.block_type(), "video");
+                assert_eq!(serde_json::to_string(&block).unwrap(), raw);
+            }
+        }
+        // In a message: known blocks stay typed around it, helpers skip it.
+        let raw = json!({"role": "assistant", "content": [
+                {"type": "text", "text": "a"}, {"type": "serverToolUse", "id": "s", "input": {}},
+                {"type": "toolCall", "id": "c", "name": "n", "arguments": {}}],
+            "api": "a", "provider": "p", "model": "m",
+            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0,
+                      "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+            "stopReason": "toolUse", "timestamp": 1});
+        let (a, b) = both::<Message>(&raw);
+        for m in [a.unwrap(), b.unwrap()] {
+            let Message::Assistant(m) = &m else { panic!() };
+            assert_eq!(m.text(), "a");
+            assert_eq!(m.tool_calls().count(), 1);
+            assert!(matches!(m.content[1], AssistantContent::Unknown(_)));
+            assert_eq!(serde_json::to_value(m).unwrap()["content"], raw["content"]);
+        }
+        // A repeated `type` is still an error, as for a known block.
+        let dup = r#"{"type":"video","x":1,"type":"video"}"#;
+        assert!(serde_json::from_str::<Content>(dup).is_err());
+        assert!(serde_json::from_str::<AssistantContent>(dup).is_err());
+    }
+
+    #[test]
+    fn unknown_stop_reasons_are_kept_as_written() {
+        for (wire, reason) in [
+            ("stop", StopReason::Stop),
+            ("length", StopReason::Length),
+            ("toolUse", StopReason::ToolUse),
+            ("error", StopReason::Error),
+            ("aborted", StopReason::Aborted),
+            ("pauseTurn", StopReason::Unknown("pauseTurn".into())),
+            ("Stop", StopReason::Unknown("Stop".into())),
+        ] {
+            let raw = Value::String(wire.to_owned());
+            let (a, b) = both::<StopReason>(&raw);
+            assert_eq!(a.unwrap(), reason);
+            assert_eq!(b.unwrap(), reason);
+            assert_eq!(StopReason::from_wire(wire), reason);
+            assert_eq!(serde_json::to_value(&reason).unwrap(), raw);
+            assert_eq!(reason.to_string(), wire);
+        }
+        assert!(!StopReason::from_wire("pauseTurn").is_failure());
+        assert!(StopReason::from_wire("pauseTurn").is_unknown());
+        assert!(serde_json::from_value::<StopReason>(json!(5)).is_err());
+    }
+
+    #[test]
+    fn unknown_llm_roles_are_an_error_but_agent_messages_keep_them() {
+        // The LLM layer knows three roles; session roles and newer ones are `AgentMessage`s.
+        let raw = json!({"role": "developerNote", "text": "x", "timestamp": 1});
+        let (a, b) = both::<Message>(&raw);
+        assert!(a.unwrap_err().contains("unknown variant `developerNote`"));
+        assert!(b.is_err());
+        let (a, b) = both::<AgentMessage>(&raw);
+        for m in [a.unwrap(), b.unwrap()] {
+            assert_eq!(m.as_custom().unwrap().role(), "developerNote");
+            assert_eq!(serde_json::to_value(&m).unwrap(), raw);
         }
     }
 

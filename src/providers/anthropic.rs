@@ -54,7 +54,7 @@ use crate::providers::http::{
     Decoder, Emit, HttpRequest, cloudflare, repair_json, stream_event_error, stream_http,
 };
 use crate::providers::sse::SseEvent;
-use crate::providers::transform::transform_messages;
+use crate::providers::transform::{skip_unknown_block, skip_unknown_blocks, transform_messages};
 
 /// The `anthropic-version` header pi's SDK sends.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -420,15 +420,17 @@ fn image_block(data: &str, mime_type: &str) -> Value {
 /// A tool result's content: a string when it is only text, else blocks (an image-only result
 /// gets a placeholder text first).
 fn tool_result_content(content: &[Content]) -> Value {
+    skip_unknown_blocks(content, "anthropic-messages");
     if !content.iter().any(|c| matches!(c, Content::Image(_))) {
         let texts: Vec<&str> = content.iter().filter_map(Content::as_text).collect();
         return Value::String(texts.join("\n"));
     }
     let mut blocks: Vec<Value> = content
         .iter()
-        .map(|c| match c {
-            Content::Text(t) => json!({"type": "text", "text": t.text}),
-            Content::Image(i) => image_block(&i.data, &i.mime_type),
+        .filter_map(|c| match c {
+            Content::Text(t) => Some(json!({"type": "text", "text": t.text})),
+            Content::Image(i) => Some(image_block(&i.data, &i.mime_type)),
+            Content::Unknown(_) => None,
         })
         .collect();
     if !content.iter().any(|c| matches!(c, Content::Text(_))) {
@@ -461,6 +463,10 @@ fn convert_messages(
                             Content::Text(t) if t.text.trim().is_empty() => None,
                             Content::Text(t) => Some(json!({"type": "text", "text": t.text})),
                             Content::Image(img) => Some(image_block(&img.data, &img.mime_type)),
+                            Content::Unknown(_) => {
+                                skip_unknown_block(b.block_type(), "anthropic-messages");
+                                None
+                            }
                         })
                         .collect();
                     if !blocks.is_empty() {
@@ -508,6 +514,9 @@ fn convert_messages(
                                 "type": "tool_use", "id": call.id, "name": name,
                                 "input": call.arguments,
                             }));
+                        }
+                        AssistantContent::Unknown(_) => {
+                            skip_unknown_block(block.block_type(), "anthropic-messages");
                         }
                     }
                 }
@@ -1111,7 +1120,7 @@ impl Decoder for AnthropicDecoder {
             }
         }
         message.response_id.clone_from(&self.response_id);
-        message.stop_reason = self.stop_reason;
+        message.stop_reason = self.stop_reason.clone();
         let mut usage = self.usage.clone();
         let prices = Model::new("", "", "", "").with_cost(self.cost);
         crate::calculate_cost(&prices, &mut usage);
@@ -1159,6 +1168,16 @@ mod tests {
 
     fn key() -> StreamOptions {
         StreamOptions::new().with_api_key("sk-ant-api-key")
+    }
+
+    #[test]
+    fn blocks_of_unknown_types_are_not_sent() {
+        let model = model();
+        let (with, without) =
+            crate::providers::transform::contexts_with_and_without_unknown_blocks(&model);
+        let body = |c: &Context| encode(&model, c, &key()).0;
+        assert!(!body(&with).to_string().contains("futureBlock"));
+        assert_eq!(body(&with), body(&without));
     }
 
     #[test]

@@ -489,6 +489,7 @@ impl ApiProvider for FauxProvider {
         message.api.clone_from(&model.api);
         message.provider.clone_from(&model.provider);
         message.model.clone_from(&model.id);
+        drop_unknown_blocks(&mut message);
         let scripted_usage = message.extra.shift_remove(SCRIPTED_USAGE).is_some();
         if !scripted_usage {
             message.usage = estimate_usage(&message, context, options, &mut state.prompt_cache);
@@ -628,6 +629,7 @@ impl FauxStream {
                     }
                     AssistantContent::ToolCall(call)
                 }
+                block @ AssistantContent::Unknown(_) => block.clone(),
             });
         }
         let mut message = std::mem::replace(&mut self.message, AssistantMessage::new("", "", ""));
@@ -643,7 +645,7 @@ impl FauxStream {
     fn finish(&mut self) -> AssistantMessageEvent {
         self.phase = Phase::Ended;
         let mut message = std::mem::replace(&mut self.message, AssistantMessage::new("", "", ""));
-        match message.stop_reason {
+        match &message.stop_reason {
             StopReason::Error | StopReason::Aborted => {
                 let text = message
                     .error_message
@@ -656,12 +658,12 @@ impl FauxStream {
                 };
                 message.set_error(error);
                 AssistantMessageEvent::Error {
-                    reason: message.stop_reason,
+                    reason: message.stop_reason.clone(),
                     error: Box::new(message),
                 }
             }
-            reason => AssistantMessageEvent::Done {
-                reason,
+            _ => AssistantMessageEvent::Done {
+                reason: message.stop_reason.clone(),
                 message: Box::new(message),
             },
         }
@@ -689,6 +691,9 @@ impl FauxStream {
                         id: c.id.clone(),
                         tool_name: c.name.clone(),
                     },
+                    AssistantContent::Unknown(_) => {
+                        unreachable!("drop_unknown_blocks removed it before streaming")
+                    }
                 }
             }
             Phase::Deltas(i, off) => {
@@ -697,6 +702,7 @@ impl FauxStream {
                     (AssistantContent::Thinking(t), _) => &t.thinking,
                     (AssistantContent::ToolCall(_), Some(args)) => args,
                     (AssistantContent::ToolCall(_), None) => "{}",
+                    (AssistantContent::Unknown(_), _) => "",
                 };
                 let rest = &text[off..];
                 let len = self.chunker.next_len(rest);
@@ -721,6 +727,9 @@ impl FauxStream {
                         content_index: i,
                         delta,
                     },
+                    AssistantContent::Unknown(_) => {
+                        unreachable!("drop_unknown_blocks removed it before streaming")
+                    }
                 }
             }
             Phase::BlockEnd(i) => {
@@ -742,6 +751,9 @@ impl FauxStream {
                         content_index: i,
                         tool_call: c.clone(),
                     },
+                    AssistantContent::Unknown(_) => {
+                        unreachable!("drop_unknown_blocks removed it before streaming")
+                    }
                 }
             }
             Phase::Finish => self.finish(),
@@ -841,9 +853,10 @@ fn common_prefix_chars(a: &str, b: &str) -> usize {
 fn content_text(content: &[Content]) -> String {
     content
         .iter()
-        .map(|c| match c {
-            Content::Text(t) => t.text.clone(),
-            Content::Image(i) => format!("[image:{}:{}]", i.mime_type, i.data.len()),
+        .filter_map(|c| match c {
+            Content::Text(t) => Some(t.text.clone()),
+            Content::Image(i) => Some(format!("[image:{}:{}]", i.mime_type, i.data.len())),
+            Content::Unknown(_) => None,
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -852,14 +865,15 @@ fn content_text(content: &[Content]) -> String {
 fn assistant_text(content: &[AssistantContent]) -> String {
     content
         .iter()
-        .map(|c| match c {
-            AssistantContent::Text(t) => t.text.clone(),
-            AssistantContent::Thinking(t) => t.thinking.clone(),
-            AssistantContent::ToolCall(c) => format!(
+        .filter_map(|c| match c {
+            AssistantContent::Text(t) => Some(t.text.clone()),
+            AssistantContent::Thinking(t) => Some(t.thinking.clone()),
+            AssistantContent::ToolCall(c) => Some(format!(
                 "{}:{}",
                 c.name,
                 serde_json::to_string(&c.arguments).unwrap_or_default()
-            ),
+            )),
+            AssistantContent::Unknown(_) => None,
         })
         .collect::<Vec<_>>()
         .join("\n")
@@ -1066,6 +1080,7 @@ impl FauxReply {
             BlockKind::Text => AssistantMessageEvent::TextStart { content_index: i },
             BlockKind::Thinking => AssistantMessageEvent::ThinkingStart { content_index: i },
             BlockKind::ToolCall => unreachable!("tool calls are opened by tool_call_start"),
+            BlockKind::Unknown => unreachable!("blocks of unknown types are never opened"),
         });
         self.open = Some(i);
         i
@@ -1140,6 +1155,8 @@ impl FauxReply {
                     tool_call: call,
                 }
             }
+            // The partial is folded from this handle's events, which open no such block.
+            AssistantContent::Unknown(_) => return,
         };
         self.send(event);
     }
@@ -1154,7 +1171,7 @@ impl FauxReply {
         self.end_block();
         self.start();
         let mut message = self.partial.message().clone();
-        message.stop_reason = reason;
+        message.stop_reason = reason.clone();
         self.send(AssistantMessageEvent::Done {
             reason,
             message: Box::new(message),
@@ -1170,7 +1187,7 @@ impl FauxReply {
             .clone()
             .with_error(Error::from_message(message.into()));
         self.send(AssistantMessageEvent::Error {
-            reason: failed.stop_reason,
+            reason: failed.stop_reason.clone(),
             error: Box::new(failed),
         });
     }
@@ -1190,7 +1207,8 @@ impl FauxReply {
     }
 
     /// Streams a whole message (each block in one delta) and finishes.
-    pub fn message(&mut self, message: AssistantMessage) {
+    pub fn message(&mut self, mut message: AssistantMessage) {
+        drop_unknown_blocks(&mut message);
         for block in &message.content {
             match block {
                 AssistantContent::Text(t) => self.text_delta(t.text.clone()),
@@ -1200,6 +1218,7 @@ impl FauxReply {
                     c.name.clone(),
                     Value::Object(c.arguments.clone()),
                 ),
+                AssistantContent::Unknown(_) => {}
             }
         }
         self.end_block();
@@ -1207,7 +1226,7 @@ impl FauxReply {
         final_message.content = message.content;
         final_message.usage = message.usage;
         final_message.response_id = message.response_id;
-        final_message.stop_reason = message.stop_reason;
+        final_message.stop_reason = message.stop_reason.clone();
         final_message.error_message = message.error_message.clone();
         self.start();
         if message.stop_reason.is_failure() {
@@ -1218,12 +1237,12 @@ impl FauxReply {
                 Error::from_message(text)
             });
             self.send(AssistantMessageEvent::Error {
-                reason: final_message.stop_reason,
+                reason: final_message.stop_reason.clone(),
                 error: Box::new(final_message),
             });
         } else {
             self.send(AssistantMessageEvent::Done {
-                reason: final_message.stop_reason,
+                reason: final_message.stop_reason.clone(),
                 message: Box::new(final_message),
             });
         }
@@ -1243,6 +1262,8 @@ enum BlockKind {
     Text,
     Thinking,
     ToolCall,
+    /// Never opened: [`drop_unknown_blocks`] removes such blocks before streaming.
+    Unknown,
 }
 
 fn block_kind(block: &AssistantContent) -> BlockKind {
@@ -1250,7 +1271,23 @@ fn block_kind(block: &AssistantContent) -> BlockKind {
         AssistantContent::Text(_) => BlockKind::Text,
         AssistantContent::Thinking(_) => BlockKind::Thinking,
         AssistantContent::ToolCall(_) => BlockKind::ToolCall,
+        AssistantContent::Unknown(_) => BlockKind::Unknown,
     }
+}
+
+/// Removes the blocks of unknown types from a scripted reply (with a warning): the stream has
+/// no events for them, so the faux provider never produces one.
+fn drop_unknown_blocks(message: &mut AssistantMessage) {
+    message.content.retain(|block| {
+        let unknown = matches!(block, AssistantContent::Unknown(_));
+        if unknown {
+            tracing::warn!(
+                block_type = block.block_type(),
+                "a faux reply's block of an unknown type is not streamed"
+            );
+        }
+        !unknown
+    });
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use crate::model::Model;
 use crate::providers::http::{Decoder, Emit, stream_event_error};
 use crate::providers::json_scan::{Cursor, Seen};
 use crate::providers::sse::SseEvent;
-use crate::providers::transform::transform_messages;
+use crate::providers::transform::{skip_unknown_block, skip_unknown_blocks, transform_messages};
 use crate::thinking::ThinkingLevel;
 
 // ------------------------------------------------------------------------------------------
@@ -283,26 +283,30 @@ pub(crate) fn convert_messages(
     let mut index = 0usize;
     for message in &transformed {
         match message.as_ref() {
-            Message::User(user) => {
-                match &user.content {
-                    UserContent::Text(text) => {
-                        items.push(json!({"role": "user", "content": [{"type": "input_text", "text": text}]}));
-                    }
-                    UserContent::Blocks(blocks) => {
-                        if blocks.is_empty() {
-                            continue;
-                        }
-                        let content: Vec<Value> = blocks
-                            .iter()
-                            .map(|block| match block {
-                                Content::Text(t) => json!({"type": "input_text", "text": t.text}),
-                                Content::Image(i) => image_part(&i.data, &i.mime_type),
-                            })
-                            .collect();
-                        items.push(json!({"role": "user", "content": content}));
-                    }
+            Message::User(user) => match &user.content {
+                UserContent::Text(text) => {
+                    items.push(
+                        json!({"role": "user", "content": [{"type": "input_text", "text": text}]}),
+                    );
                 }
-            }
+                UserContent::Blocks(blocks) => {
+                    let content: Vec<Value> = blocks
+                        .iter()
+                        .filter_map(|block| match block {
+                            Content::Text(t) => Some(json!({"type": "input_text", "text": t.text})),
+                            Content::Image(i) => Some(image_part(&i.data, &i.mime_type)),
+                            Content::Unknown(_) => {
+                                skip_unknown_block(block.block_type(), &model.api);
+                                None
+                            }
+                        })
+                        .collect();
+                    if content.is_empty() {
+                        continue;
+                    }
+                    items.push(json!({"role": "user", "content": content}));
+                }
+            },
             Message::Assistant(assistant) => {
                 let different_model = assistant.model != model.id
                     && assistant.provider == model.provider
@@ -367,6 +371,9 @@ pub(crate) fn convert_messages(
                             );
                             items.push(Value::Object(item));
                         }
+                        AssistantContent::Unknown(_) => {
+                            skip_unknown_block(block.block_type(), &model.api);
+                        }
                     }
                 }
                 if items.len() == before {
@@ -374,6 +381,7 @@ pub(crate) fn convert_messages(
                 }
             }
             Message::ToolResult(result) => {
+                skip_unknown_blocks(&result.content, &model.api);
                 let texts: Vec<&str> = result.content.iter().filter_map(Content::as_text).collect();
                 let text = texts.join("\n");
                 let has_images = result
@@ -1602,7 +1610,7 @@ impl Decoder for ResponsesDecoder {
             }
         }
         message.response_id.clone_from(&self.response_id);
-        message.stop_reason = self.stop_reason;
+        message.stop_reason = self.stop_reason.clone();
         let mut usage = self.usage.clone();
         if self.completed {
             crate::calculate_cost(&self.prices, &mut usage);
@@ -2004,6 +2012,16 @@ mod tests {
     }
 
     const OPENAI: &[&str] = &["openai", "openai-codex", "opencode"];
+
+    #[test]
+    fn blocks_of_unknown_types_are_not_sent() {
+        let model = Model::new("gpt-5", "openai-responses", "openai", "").with_reasoning(true);
+        let (with, without) =
+            crate::providers::transform::contexts_with_and_without_unknown_blocks(&model);
+        let body = |c: &Context| Value::Array(convert_messages(&model, c, OPENAI, true).unwrap());
+        assert!(!body(&with).to_string().contains("futureBlock"));
+        assert_eq!(body(&with), body(&without));
+    }
 
     #[test]
     fn foreign_ids_are_hashed_and_sanitized() {

@@ -41,6 +41,8 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
+#[cfg(test)]
+use crate::message::Extra;
 use crate::message::{
     AssistantContent, AssistantMessage, Content, Message, TextContent, ToolResultMessage,
     UserContent,
@@ -53,6 +55,26 @@ pub const USER_IMAGE_PLACEHOLDER: &str = "(image omitted: model does not support
 pub const TOOL_IMAGE_PLACEHOLDER: &str = "(tool image omitted: model does not support images)";
 /// The text of the synthetic result of a tool call that never got one.
 pub const NO_RESULT: &str = "No result provided";
+
+/// Logs that a content block of a type this crate does not know (read from a session written by
+/// a newer pi) is not sent to the model. Every request builder skips such blocks and calls this.
+pub(crate) fn skip_unknown_block(block_type: &str, api: &str) {
+    tracing::warn!(
+        block_type,
+        api,
+        "a content block of an unknown type is not sent to the model"
+    );
+}
+
+/// [`skip_unknown_block`] for each block of an unknown type in `content` (for builders that
+/// read a tool result's text and images without matching every block).
+pub(crate) fn skip_unknown_blocks(content: &[Content], api: &str) {
+    for block in content {
+        if let Content::Unknown(_) = block {
+            skip_unknown_block(block.block_type(), api);
+        }
+    }
+}
 
 /// A provider's rule for tool-call ids of other models: `(id, target model, the message the
 /// call is in) -> id the provider accepts`.
@@ -128,6 +150,8 @@ pub fn transform_messages<'a>(
                         }
                         Some(AssistantContent::ToolCall(call))
                     }
+                    // Kept: the request builder skips it (with a warning).
+                    AssistantContent::Unknown(_) => Some(block.clone()),
                 })
                 .collect();
             let mut assistant = assistant.clone();
@@ -228,6 +252,112 @@ fn replace_images(blocks: &[Content], placeholder: &str) -> Vec<Content> {
         }
     }
     out
+}
+
+/// For the request builders' tests: a context holding blocks of unknown types in every place
+/// one can be (user, assistant of `model` and of another model, tool result, messages of only
+/// unknown blocks), and the same context without them. A provider's request for the first
+/// must equal its request for the second.
+#[cfg(test)]
+#[allow(dead_code)]
+pub(crate) fn contexts_with_and_without_unknown_blocks(
+    model: &Model,
+) -> (crate::message::Context, crate::message::Context) {
+    use crate::message::{Context, StopReason, ToolCall, UserMessage};
+    let unknown = |n: u32| -> Extra {
+        serde_json::json!({"type": "futureBlock", "n": n, "payload": {"x": [1, 2]}})
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let call = |id: &str| {
+        AssistantContent::ToolCall(ToolCall::new(id, "read", serde_json::json!({"path": "a"})))
+    };
+    let reply = |api: &str, provider: &str, id: &str, content: Vec<AssistantContent>| {
+        AssistantMessage::new(api, provider, id)
+            .with_content(content)
+            .with_stop_reason(StopReason::ToolUse)
+            .with_timestamp(2)
+    };
+    fn keep<T>(b: bool, block: T) -> Option<T> {
+        b.then_some(block)
+    }
+    let full = |with: bool| {
+        let user = UserMessage::blocks(
+            [
+                Some(Content::text("hi")),
+                keep(with, Content::Unknown(unknown(1))),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+        )
+        .with_timestamp(1);
+        let own = reply(
+            &model.api,
+            &model.provider,
+            &model.id,
+            [
+                keep(with, AssistantContent::Unknown(unknown(2))),
+                Some(AssistantContent::text("reading")),
+                Some(call("call_1")),
+                keep(with, AssistantContent::Unknown(unknown(3))),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+        );
+        let result = |id: &str, extra: bool| {
+            ToolResultMessage::new(
+                id,
+                "read",
+                [
+                    Some(Content::text("ok")),
+                    keep(extra, Content::Unknown(unknown(4))),
+                ]
+                .into_iter()
+                .flatten()
+                .collect(),
+                false,
+            )
+            .with_timestamp(3)
+        };
+        let other = reply(
+            "other-api",
+            "other",
+            "other-model",
+            [
+                Some(AssistantContent::text("more")),
+                keep(with, AssistantContent::Unknown(unknown(5))),
+                Some(call("call_2")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+        );
+        let mut context = Context::new()
+            .with_system_prompt("sys")
+            .with_message(user)
+            .with_message(own)
+            .with_message(result("call_1", with))
+            .with_message(other)
+            .with_message(result("call_2", with));
+        if with {
+            // Messages with nothing but unknown blocks.
+            context = context
+                .with_message(
+                    UserMessage::blocks(vec![Content::Unknown(unknown(6))]).with_timestamp(4),
+                )
+                .with_message(reply(
+                    &model.api,
+                    &model.provider,
+                    &model.id,
+                    vec![AssistantContent::Unknown(unknown(7))],
+                ));
+        }
+        context.with_message(UserMessage::text("last").with_timestamp(5))
+    };
+    (full(true), full(false))
 }
 
 #[cfg(test)]

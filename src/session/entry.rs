@@ -340,20 +340,40 @@ entry_struct! {
     }
 }
 
-/// An entry of a `type` this crate does not know, kept whole.
+/// An entry of a `type` this crate does not know (written by a newer pi), kept whole: it is
+/// written back exactly as read, the same keys in the same order.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct UnknownEntry {
-    /// The `type`.
-    pub entry_type: String,
-    /// The entry id.
-    pub id: String,
-    /// The parent entry's id.
-    pub parent_id: Option<String>,
-    /// When the entry was written.
-    pub timestamp: String,
-    /// All other fields.
+    /// The whole entry as read, `type`, `id`, `parentId` and `timestamp` included; this is
+    /// what is written back. Reading guarantees a string `type` and `id`.
     pub fields: Extra,
+}
+
+impl UnknownEntry {
+    fn str_field(&self, key: &str) -> Option<&str> {
+        self.fields.get(key).and_then(Value::as_str)
+    }
+
+    /// The `type`.
+    pub fn entry_type(&self) -> &str {
+        self.str_field("type").unwrap_or_default()
+    }
+
+    /// The entry id.
+    pub fn id(&self) -> &str {
+        self.str_field("id").unwrap_or_default()
+    }
+
+    /// The parent entry's id (`None` when absent or not a string).
+    pub fn parent_id(&self) -> Option<&str> {
+        self.str_field("parentId")
+    }
+
+    /// When the entry was written (`""` when absent).
+    pub fn timestamp(&self) -> &str {
+        self.str_field("timestamp").unwrap_or_default()
+    }
 }
 
 /// One entry of the session tree.
@@ -412,17 +432,17 @@ macro_rules! each_variant {
 impl SessionEntry {
     /// The entry id.
     pub fn id(&self) -> &str {
-        each_variant!(self, e => &e.id, unknown u => &u.id)
+        each_variant!(self, e => &e.id, unknown u => u.id())
     }
 
     /// The parent's id; `None` for a root.
     pub fn parent_id(&self) -> Option<&str> {
-        each_variant!(self, e => e.parent_id.as_deref(), unknown u => u.parent_id.as_deref())
+        each_variant!(self, e => e.parent_id.as_deref(), unknown u => u.parent_id())
     }
 
     /// When the entry was written (ISO 8601).
     pub fn timestamp(&self) -> &str {
-        each_variant!(self, e => &e.timestamp, unknown u => &u.timestamp)
+        each_variant!(self, e => &e.timestamp, unknown u => u.timestamp())
     }
 
     /// The kind of entry.
@@ -444,7 +464,7 @@ impl SessionEntry {
     /// The `type` string as written.
     pub fn type_name(&self) -> &str {
         match self {
-            SessionEntry::Unknown(u) => &u.entry_type,
+            SessionEntry::Unknown(u) => u.entry_type(),
             other => other.entry_type().as_str().unwrap_or_default(),
         }
     }
@@ -467,31 +487,12 @@ impl SessionEntry {
             _ => return Err(serde_json::Error::custom("an entry needs a string `type`")),
         };
         if kind == EntryType::Unknown {
-            let entry_type = match map.remove("type") {
-                Some(Value::String(s)) => s,
-                _ => String::new(),
-            };
-            let id = match map.remove("id") {
-                Some(Value::String(s)) => s,
-                _ => return Err(serde_json::Error::custom("an entry needs a string `id`")),
-            };
-            let parent_id = match map.remove("parentId") {
-                Some(Value::String(s)) => Some(s),
-                _ => None,
-            };
-            let timestamp = match map.remove("timestamp") {
-                Some(Value::String(s)) => s,
-                _ => String::new(),
-            };
-            return Ok(SessionEntry::Unknown(UnknownEntry {
-                entry_type,
-                id,
-                parent_id,
-                timestamp,
-                fields: map,
-            }));
+            if !matches!(map.get("id"), Some(Value::String(_))) {
+                return Err(serde_json::Error::custom("an entry needs a string `id`"));
+            }
+            return Ok(SessionEntry::Unknown(UnknownEntry { fields: map }));
         }
-        map.remove("type");
+        map.shift_remove("type");
         let value = Value::Object(map);
         Ok(match kind {
             EntryType::Message => SessionEntry::Message(from_value_unbounded(value)?),
@@ -534,11 +535,7 @@ impl Serialize for SessionEntry {
         let kind = self.type_name();
         match self {
             SessionEntry::Unknown(u) => {
-                let mut map = s.serialize_map(None)?;
-                map.serialize_entry("type", &u.entry_type)?;
-                map.serialize_entry("id", &u.id)?;
-                map.serialize_entry("parentId", &u.parent_id)?;
-                map.serialize_entry("timestamp", &u.timestamp)?;
+                let mut map = s.serialize_map(Some(u.fields.len()))?;
                 for (k, v) in &u.fields {
                     map.serialize_entry(k, v)?;
                 }
@@ -581,6 +578,27 @@ mod tests {
             let entry: SessionEntry = serde_json::from_value(line.clone()).unwrap();
             assert_eq!(serde_json::to_value(&entry).unwrap(), line, "{entry:?}");
         }
+    }
+
+    #[test]
+    fn unknown_entries_are_written_back_byte_for_byte() {
+        // Order of keys, an absent `parentId` and `timestamp`, and a `timestamp` of another
+        // type are all kept: the entry is written exactly as it was read.
+        for line in [
+            r#"{"type":"future_kind","z":1,"id":"a","a":{"b":[1,2]},"parentId":"p","y":null,"timestamp":"t"}"#,
+            r#"{"id":"a","type":"future_kind"}"#,
+            r#"{"type":"future_kind","id":"a","parentId":null,"timestamp":5}"#,
+        ] {
+            let entry: SessionEntry = serde_json::from_str(line).unwrap();
+            assert_eq!(entry.entry_type(), EntryType::Unknown);
+            assert_eq!((entry.type_name(), entry.id()), ("future_kind", "a"));
+            assert_eq!(serde_json::to_string(&entry).unwrap(), line);
+        }
+        let entry: SessionEntry = serde_json::from_str(
+            r#"{"type":"future_kind","id":"a","parentId":"p","timestamp":"t"}"#,
+        )
+        .unwrap();
+        assert_eq!((entry.parent_id(), entry.timestamp()), (Some("p"), "t"));
     }
 
     #[test]

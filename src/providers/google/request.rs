@@ -12,7 +12,7 @@ use crate::error::{Error, ErrorKind};
 use crate::message::{AssistantContent, AssistantMessage, Content, Context, Message, UserContent};
 use crate::model::Model;
 use crate::options::StreamOptions;
-use crate::providers::transform::transform_messages;
+use crate::providers::transform::{skip_unknown_block, skip_unknown_blocks, transform_messages};
 
 /// Which of pi's two Google providers a request is for (they differ in details).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,9 +286,13 @@ fn convert_messages(model: &Model, context: &Context, flavour: Flavour) -> Vec<V
                 UserContent::Blocks(blocks) => {
                     let parts: Vec<Value> = blocks
                         .iter()
-                        .map(|b| match b {
-                            Content::Text(t) => json!({"text": t.text}),
-                            Content::Image(i) => inline_data(&i.mime_type, &i.data),
+                        .filter_map(|b| match b {
+                            Content::Text(t) => Some(json!({"text": t.text})),
+                            Content::Image(i) => Some(inline_data(&i.mime_type, &i.data)),
+                            Content::Unknown(_) => {
+                                skip_unknown_block(b.block_type(), &model.api);
+                                None
+                            }
                         })
                         .collect();
                     if !parts.is_empty() {
@@ -350,6 +354,9 @@ fn convert_messages(model: &Model, context: &Context, flavour: Flavour) -> Vec<V
                             first_call = false;
                             parts.push(part);
                         }
+                        AssistantContent::Unknown(_) => {
+                            skip_unknown_block(block.block_type(), &model.api);
+                        }
                     }
                 }
                 if !parts.is_empty() {
@@ -357,6 +364,7 @@ fn convert_messages(model: &Model, context: &Context, flavour: Flavour) -> Vec<V
                 }
             }
             Message::ToolResult(result) => {
+                skip_unknown_blocks(&result.content, &model.api);
                 let text = result
                     .content
                     .iter()
@@ -369,7 +377,7 @@ fn convert_messages(model: &Model, context: &Context, flavour: Flavour) -> Vec<V
                         .iter()
                         .filter_map(|c| match c {
                             Content::Image(i) => Some(inline_data(&i.mime_type, &i.data)),
-                            Content::Text(_) => None,
+                            Content::Text(_) | Content::Unknown(_) => None,
                         })
                         .collect()
                 } else {
@@ -441,6 +449,16 @@ mod tests {
 
     fn body(model: &Model, ctx: &Context, opts: &StreamOptions) -> Value {
         build_body(model, ctx, opts, Flavour::GenerativeAi).unwrap()
+    }
+
+    #[test]
+    fn blocks_of_unknown_types_are_not_sent() {
+        let model = gemini("gemini-3-pro");
+        let (with, without) =
+            crate::providers::transform::contexts_with_and_without_unknown_blocks(&model);
+        let body = |c: &Context| body(&model, c, &StreamOptions::new());
+        assert!(!body(&with).to_string().contains("futureBlock"));
+        assert_eq!(body(&with), body(&without));
     }
 
     fn own(model: &Model, content: Vec<AssistantContent>) -> AssistantMessage {

@@ -477,7 +477,7 @@ impl<D: Decoder> Decoding<D> {
         };
         match end {
             Ok(()) => AssistantMessageEvent::Done {
-                reason: message.stop_reason,
+                reason: message.stop_reason.clone(),
                 message: Box::new(message),
             },
             Err(error) => {

@@ -852,7 +852,7 @@ impl Decoder for CompletionsDecoder {
         }
         message.response_id.clone_from(&self.response_id);
         message.response_model.clone_from(&self.response_model);
-        message.stop_reason = self.stop_reason;
+        message.stop_reason = self.stop_reason.clone();
         let mut usage = self.usage.clone();
         let prices = Model::new("", "", "", "").with_cost(self.cost);
         crate::calculate_cost(&prices, &mut usage);

@@ -13,7 +13,7 @@ use crate::options::{ApiKey, CacheRetention, StreamOptions};
 use crate::providers::http::HttpRequest;
 use crate::providers::http::cloudflare;
 use crate::providers::http::copilot::copilot_headers;
-use crate::providers::transform::transform_messages;
+use crate::providers::transform::{skip_unknown_block, skip_unknown_blocks, transform_messages};
 use crate::thinking::ThinkingLevel;
 
 /// The OpenAI SDK's base URL, for a model without one.
@@ -407,16 +407,20 @@ fn convert_messages(
                         params.push(json!({"role": "user", "content": text}));
                     }
                     UserContent::Blocks(blocks) => {
-                        if blocks.is_empty() {
-                            continue;
-                        }
                         let content: Vec<Value> = blocks
                             .iter()
-                            .map(|b| match b {
-                                Content::Text(t) => json!({"type": "text", "text": t.text}),
-                                Content::Image(img) => image_url(&img.data, &img.mime_type),
+                            .filter_map(|b| match b {
+                                Content::Text(t) => Some(json!({"type": "text", "text": t.text})),
+                                Content::Image(img) => Some(image_url(&img.data, &img.mime_type)),
+                                Content::Unknown(_) => {
+                                    skip_unknown_block(b.block_type(), &model.api);
+                                    None
+                                }
                             })
                             .collect();
+                        if content.is_empty() {
+                            continue;
+                        }
                         params.push(json!({"role": "user", "content": content}));
                     }
                 }
@@ -436,6 +440,7 @@ fn convert_messages(
                 let mut j = i - 1;
                 while let Some(Message::ToolResult(result)) = transformed.get(j).map(AsRef::as_ref)
                 {
+                    skip_unknown_blocks(&result.content, &model.api);
                     let texts: Vec<&str> =
                         result.content.iter().filter_map(Content::as_text).collect();
                     let text = texts.join("\n");
@@ -458,6 +463,10 @@ fn convert_messages(
                         images.extend(result.content.iter().filter_map(|c| match c {
                             Content::Image(img) => Some(image_url(&img.data, &img.mime_type)),
                             Content::Text(_) => None,
+                            Content::Unknown(_) => {
+                                skip_unknown_block(c.block_type(), &model.api);
+                                None
+                            }
                         }));
                     }
                     j += 1;
@@ -486,6 +495,11 @@ fn convert_assistant(
     model: &Model,
     compat: &OpenAiCompletionsCompat,
 ) -> Option<Value> {
+    for block in &assistant.content {
+        if let AssistantContent::Unknown(_) = block {
+            skip_unknown_block(block.block_type(), &model.api);
+        }
+    }
     let mut out = Map::new();
     out.insert("role".into(), "assistant".into());
     // Some servers reject `null` content where the bridge message is needed.
@@ -671,6 +685,16 @@ mod tests {
 
     fn body(model: &Model, ctx: &Context, options: &StreamOptions) -> Value {
         encode(model, ctx, options).0
+    }
+
+    #[test]
+    fn blocks_of_unknown_types_are_not_sent() {
+        let model = openai();
+        let (with, without) =
+            crate::providers::transform::contexts_with_and_without_unknown_blocks(&model);
+        let body = |c: &Context| body(&model, c, &key());
+        assert!(!body(&with).to_string().contains("futureBlock"));
+        assert_eq!(body(&with), body(&without));
     }
 
     use crate::providers::http::header_in as header;

@@ -66,6 +66,8 @@ fn content_chars(content: &[Content], images: bool) -> u64 {
             Content::Text(t) => js_len(&t.text),
             Content::Image(_) if images => IMAGE_CHARS,
             Content::Image(_) => 0,
+            // pi counts only the blocks it knows.
+            Content::Unknown(_) => 0,
         })
         .sum()
 }
@@ -116,6 +118,7 @@ pub fn estimate_tokens(message: &AgentMessage) -> u64 {
                     AssistantContent::ToolCall(call) => {
                         js_len(&call.name) + crate::json::js::stringified_map_len(&call.arguments)
                     }
+                    AssistantContent::Unknown(_) => 0,
                 })
                 .sum(),
         ),

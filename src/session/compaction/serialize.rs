@@ -83,6 +83,8 @@ pub fn serialize_conversation(messages: &[Message]) -> String {
                                 .collect();
                             calls.push(format!("{}({})", call.name, args.join(", ")));
                         }
+                        // pi's summary text leaves out blocks it does not know.
+                        AssistantContent::Unknown(_) => {}
                     }
                 }
                 if !thinking.is_empty() {
