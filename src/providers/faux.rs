@@ -291,8 +291,27 @@ impl FauxProviderBuilder {
 }
 
 /// A scripted provider for tests. Cheap to clone; clones share the queue and the record of
-/// requests. Register it in an [`ApiRegistry`](crate::ApiRegistry) (as `Arc::new(faux.clone())`)
+/// requests. Register it in an [`ApiRegistry`](crate::ApiRegistry) (as `Arc::new(faux.clone())`),
+/// hand it to an agent ([`AgentBuilder::provider`](crate::agent::AgentBuilder::provider)),
 /// or call it directly through [`ApiProvider`].
+///
+/// ```
+/// use pi_engine::agent::Agent;
+/// use pi_engine::providers::faux::{FauxProvider, FauxResponse};
+/// use serde_json::json;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let faux = FauxProvider::new();
+/// // A tool call the agent does not know (it answers with an error result), then text.
+/// faux.push(FauxResponse::tool_call("call_1", "search", json!({"q": "rust"})));
+/// faux.push(FauxResponse::text("No search tool here, sorry."));
+/// let agent = Agent::builder(faux.model()).provider(faux.clone()).build();
+/// agent.prompt("Find rust").await.unwrap().into_result().unwrap();
+/// assert_eq!(faux.call_count(), 2);
+/// // The second call saw the tool's error result.
+/// assert_eq!(faux.requests()[1].context.messages.len(), 3);
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct FauxProvider {
     inner: Arc<Inner>,

@@ -92,6 +92,71 @@ pub(crate) mod wire_count;
 /// assert_eq!(reply.text(), "pong");
 /// # }
 /// ```
+///
+/// # Cancellation
+///
+/// A provider must watch `options.cancel` (a [`CancellationToken`](crate::CancellationToken)):
+/// once it is cancelled, stop producing, release the connection, and end the stream with an
+/// `error` event whose message has stop reason `aborted` (an [`Error`](crate::Error) of kind
+/// [`ErrorKind::Aborted`](crate::ErrorKind::Aborted), pi's text "Request was aborted"), keeping
+/// the content streamed so far. (The agent loop does not wait for a stream that ignores its
+/// token: it ends the reply `aborted` with what has arrived, but the provider's work goes on
+/// until the stream is dropped.)
+///
+/// ```
+/// use std::time::Duration;
+/// use pi_engine::{
+///     ApiProvider, AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream,
+///     CancellationToken, Context, Error, ErrorKind, Model, PartialMessage, StopReason,
+///     StreamOptions,
+/// };
+///
+/// /// Says "tick" every 10 ms until it is cancelled.
+/// struct Ticker;
+///
+/// impl ApiProvider for Ticker {
+///     fn api(&self) -> &str { "ticker" }
+///     fn stream(&self, model: &Model, _: &Context, options: &StreamOptions) -> AssistantMessageEventStream {
+///         let start = AssistantMessage::new(&model.api, &model.provider, &model.id);
+///         let (tx, stream) = AssistantMessageEventStream::channel(PartialMessage::new(start.clone()));
+///         let cancel = options.cancel.clone().unwrap_or_default();
+///         tokio::spawn(async move {
+///             tx.push(AssistantMessageEvent::Start);
+///             tx.push(AssistantMessageEvent::TextStart { content_index: 0 });
+///             let mut text = String::new();
+///             loop {
+///                 tokio::select! {
+///                     () = cancel.cancelled() => break,
+///                     () = tokio::time::sleep(Duration::from_millis(10)) => {
+///                         text.push_str("tick ");
+///                         tx.push(AssistantMessageEvent::TextDelta { content_index: 0, delta: "tick ".into() });
+///                     }
+///                 }
+///             }
+///             // The contract: end the open block, then `error` with an aborted message that
+///             // keeps what was streamed.
+///             tx.push(AssistantMessageEvent::TextEnd { content_index: 0, content: text.clone() });
+///             let aborted = start
+///                 .with_content(vec![pi_engine::AssistantContent::text(text)])
+///                 .with_error(Error::new(ErrorKind::Aborted, "Request was aborted"));
+///             tx.push(AssistantMessageEvent::Error { reason: StopReason::Aborted, error: Box::new(aborted) });
+///         });
+///         stream
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let cancel = CancellationToken::new();
+/// let options = StreamOptions::new().with_cancel(cancel.clone());
+/// let model = Model::new("tick-1", "ticker", "local", "");
+/// let stream = Ticker.stream(&model, &Context::new(), &options);
+/// tokio::time::sleep(Duration::from_millis(35)).await;
+/// cancel.cancel();
+/// let reply = stream.result().await;
+/// assert_eq!(reply.stop_reason, StopReason::Aborted);
+/// assert!(reply.text().starts_with("tick"));
+/// # }
+/// ```
 pub trait ApiProvider: Send + Sync + 'static {
     /// The api this provider serves.
     fn api(&self) -> &str;
@@ -323,6 +388,33 @@ pub async fn complete(
 /// `No API key for provider: <name>` error event (nothing is sent), unless it is
 /// [keyless](Model::keyless). Never another provider's key: a custom provider does not get
 /// `OPENAI_API_KEY`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use futures::StreamExt;
+/// use pi_engine::providers::faux::{FauxProvider, FauxResponse};
+/// use pi_engine::{
+///     ApiRegistry, AssistantMessageEvent, Context, StreamOptions, ThinkingLevel, UserMessage,
+///     stream_simple,
+/// };
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// // Offline: the faux provider in the global registry. A real model would be
+/// // `pi_engine::get_model("anthropic", "claude-sonnet-4-5")` with ANTHROPIC_API_KEY set.
+/// let faux = FauxProvider::new();
+/// faux.push(FauxResponse::text("Four."));
+/// ApiRegistry::global().register(Arc::new(faux.clone()));
+/// let context = Context::new().with_message(UserMessage::text("2 + 2?"));
+/// let options = StreamOptions::new().with_reasoning(ThinkingLevel::Low);
+/// let mut stream = stream_simple(&faux.model(), &context, &options);
+/// while let Some(event) = stream.next().await {
+///     if let AssistantMessageEvent::TextDelta { delta, .. } = event {
+///         print!("{delta}");
+///     }
+/// }
+/// assert_eq!(stream.result().await.text(), "Four.");
+/// # }
+/// ```
 pub fn stream_simple(
     model: &Model,
     context: &Context,
@@ -332,6 +424,23 @@ pub fn stream_simple(
 }
 
 /// [`stream_simple`], awaited to its final message.
+///
+/// ```
+/// use std::sync::Arc;
+/// use pi_engine::providers::faux::{FauxProvider, FauxResponse};
+/// use pi_engine::{ApiRegistry, Context, StreamOptions, UserMessage, complete_simple};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let faux = FauxProvider::new();
+/// faux.push(FauxResponse::error("429 rate_limit_error: slow down"));
+/// ApiRegistry::global().register(Arc::new(faux.clone()));
+/// let context = Context::new().with_message(UserMessage::text("hi"));
+/// let reply = complete_simple(&faux.model(), &context, &StreamOptions::new()).await;
+/// // A failure is the reply's stop reason and its typed error, never a panic.
+/// let error = reply.error().expect("the call failed");
+/// assert!(error.is_retryable(), "{error}");
+/// # }
+/// ```
 ///
 /// # Cancel safety
 ///
