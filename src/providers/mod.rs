@@ -97,8 +97,8 @@ pub(crate) mod wire_count;
 ///
 /// A provider must watch `options.cancel` (a [`CancellationToken`](crate::CancellationToken)):
 /// once it is cancelled, stop producing, release the connection, and end the stream with an
-/// `error` event whose message has stop reason `aborted` (an [`Error`](crate::Error) of kind
-/// [`ErrorKind::Aborted`](crate::ErrorKind::Aborted), pi's text "Request was aborted"), keeping
+/// `error` event whose message has stop reason `aborted` (an [`Error`] of kind
+/// [`ErrorKind::Aborted`], pi's text "Request was aborted"), keeping
 /// the content streamed so far. (The agent loop does not wait for a stream that ignores its
 /// token: it ends the reply `aborted` with what has arrived, but the provider's work goes on
 /// until the stream is dropped.)
