@@ -15,7 +15,6 @@
 //! are dropped and end with the error result [`TOOL_ABORTED`], so a tool that ignores its
 //! token cannot keep the run streaming. Their later updates are discarded with a warning.
 
-use std::collections::BTreeSet;
 use std::future::{Future, poll_fn};
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -300,13 +299,12 @@ impl<'a> Batch<'a> {
             GraceOver,
         }
         let mut done = Vec::with_capacity(running.len());
-        // The indexes of the calls still running, in call order.
-        let mut open: BTreeSet<usize> = running.iter().map(|(i, _)| *i).collect();
-        // Polled only when woken: a batch of many calls costs O(1) per wake-up, not O(calls).
-        let mut pending: FuturesUnordered<_> = running
-            .into_iter()
-            .map(|(index, fut)| fut.map(move |f| (index, f)))
-            .collect();
+        // Which calls are still running (by call index), for the ones the grace cuts off.
+        let mut open = vec![false; self.calls.len()];
+        for (index, _) in &running {
+            open[*index] = true;
+        }
+        let mut pending = Running::new(running);
         let mut cancelled = std::pin::pin!(self.cancel.cancelled());
         let mut grace: Option<Pin<Box<tokio::time::Sleep>>> = None;
         let mut finished = Vec::new();
@@ -315,7 +313,7 @@ impl<'a> Batch<'a> {
                 if let Poll::Ready(u) = updates.poll_next(cx) {
                     return Poll::Ready(Step::Update(u));
                 }
-                while let Poll::Ready(Some(f)) = pending.poll_next_unpin(cx) {
+                while let Poll::Ready(Some(f)) = pending.poll_next(cx) {
                     finished.push(f);
                 }
                 if !finished.is_empty() {
@@ -341,7 +339,7 @@ impl<'a> Batch<'a> {
                             self.emit_update(emit, u).await;
                         }
                         updates.end_call(index, false);
-                        open.remove(&index);
+                        open[index] = false;
                         let f = self.emit_end(emit, index, f).await;
                         done.push((index, f));
                     }
@@ -352,7 +350,8 @@ impl<'a> Batch<'a> {
                     while let Some(u) = updates.try_next() {
                         self.emit_update(emit, u).await;
                     }
-                    for index in std::mem::take(&mut open) {
+                    let cut = (0..open.len()).filter(|&i| open[i]);
+                    for index in cut.collect::<Vec<_>>() {
                         let call = self.calls[index];
                         tracing::warn!(
                             tool = %call.name,
@@ -533,5 +532,57 @@ async fn execute_tool(
         },
         Ok(Err(e)) => Finalized::error(e.to_string()),
         Err(p) => panicked(p),
+    }
+}
+
+/// The tool calls of a batch still running. One call (the common case) is polled directly;
+/// more are polled only when woken ([`FuturesUnordered`]), so a batch of many calls costs
+/// O(1) per wake-up, not O(calls).
+enum Running<F> {
+    One(Option<(usize, Pin<Box<F>>)>),
+    Many(FuturesUnordered<futures::future::Map<Pin<Box<F>>, IndexedDone>>),
+}
+
+/// Pairs a finished call with its index (a named fn type, so `Running` can name the map).
+type IndexedDone = Box<dyn FnOnce(Finalized) -> (usize, Finalized) + Send>;
+
+impl<F: Future<Output = Finalized>> Running<F> {
+    fn new(mut running: Vec<(usize, Pin<Box<F>>)>) -> Self {
+        if running.len() == 1 {
+            return Running::One(running.pop());
+        }
+        Running::Many(
+            running
+                .into_iter()
+                .map(|(index, fut)| {
+                    let pair: IndexedDone = Box::new(move |f| (index, f));
+                    fut.map(pair)
+                })
+                .collect(),
+        )
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Running::One(one) => one.is_none(),
+            Running::Many(many) => many.is_empty(),
+        }
+    }
+
+    fn poll_next(&mut self, cx: &mut std::task::Context<'_>) -> Poll<Option<(usize, Finalized)>> {
+        match self {
+            Running::One(slot) => match slot {
+                None => Poll::Ready(None),
+                Some((index, fut)) => match fut.as_mut().poll(cx) {
+                    Poll::Ready(f) => {
+                        let index = *index;
+                        *slot = None;
+                        Poll::Ready(Some((index, f)))
+                    }
+                    Poll::Pending => Poll::Pending,
+                },
+            },
+            Running::Many(many) => many.poll_next_unpin(cx),
+        }
     }
 }
