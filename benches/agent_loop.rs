@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use pi_engine::agent::{Agent, AgentToolResult, TypedTool};
-use pi_engine::{
+use pi_engine::llm::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream, Model,
     PartialMessage, StopReason, ToolCall, Usage,
 };

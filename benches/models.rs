@@ -5,8 +5,8 @@
 //! a lookup costs `catalog/get_model`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use pi_engine::llm::{Model, StreamOptions, ThinkingLevel, get_model, to_provider_options};
 use pi_engine::models::{ModelRegistry, builtin_models};
-use pi_engine::{Model, StreamOptions, ThinkingLevel, get_model, to_provider_options};
 use std::hint::black_box;
 
 fn catalog(c: &mut Criterion) {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use pi_engine::json::PartialJsonParser;
-use pi_engine::{AssistantMessage, AssistantMessageEvent, PartialMessage};
+use pi_engine::llm::{AssistantMessage, AssistantMessageEvent, PartialMessage};
 use serde_json::{Map, json};
 
 const SIZES: [(usize, &str); 3] = [(64 << 10, "64KB"), (256 << 10, "256KB"), (1 << 20, "1MB")];

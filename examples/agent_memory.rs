@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use pi_engine::agent::{Agent, AgentTool, AgentToolResult, TypedTool};
-use pi_engine::{
+use pi_engine::llm::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream,
     Context, Model, PartialMessage, StopReason, StreamOptions,
 };

@@ -65,7 +65,7 @@ fn choose_model() -> Choice {
             continue;
         };
         let built_in = ApiRegistry::global().get(&model.api).is_some();
-        if built_in && pi_engine::env_api_key(provider).is_some() {
+        if built_in && pi_engine::llm::env_api_key(provider).is_some() {
             return Choice::Real(Box::new(model));
         }
     }

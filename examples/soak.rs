@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pi_engine::agent::{Agent, AgentEvent, AgentToolResult, ToolContext, ToolError, TypedTool};
-use pi_engine::{Model, RetryPolicy, StopReason, StreamOptions};
+use pi_engine::llm::{Model, RetryPolicy, StopReason, StreamOptions};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

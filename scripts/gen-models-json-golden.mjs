@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Writes tests/fixtures/pi/models-json-golden.json: what pi-coding-agent's own ModelRegistry
 // makes of a set of models.json files: its load error, every model it adds or changes
-// (compared with pi-ai's catalog), and getApiKeyAndHeaders for them. src/models/registry.rs's
+// (compared with pi-ai's catalog), and getApiKeyAndHeaders for them. src/llm/models/registry.rs's
 // tests load the same texts into ours and compare.
 //
 //   node scripts/gen-models-json-golden.mjs           # rewrite the golden file

@@ -5,7 +5,7 @@
 //   * clampThinkingLevel(model, level) for each level,
 //   * the options each provider's streamSimple passes on to its raw stream, for every
 //     reasoning level (and none) under a few option sets.
-// src/thinking/provider_options.rs's tests compare ours with it.
+// src/llm/thinking/provider_options.rs's tests compare ours with it.
 //
 //   node scripts/gen-thinking-golden.mjs           # rewrite the golden file
 //   node scripts/gen-thinking-golden.mjs --check   # exit 1 when it is stale

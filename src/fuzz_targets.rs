@@ -19,8 +19,8 @@
 //!   entries plus the new one.
 //! * [`session_roundtrip`]: a message the crate appends reads back equal.
 //! * [`tool_args`]: validating arbitrary arguments against an arbitrary schema never panics,
-//!   and the compiled-once [`ToolValidator`](crate::ToolValidator) agrees with
-//!   [`validate_tool_arguments`](crate::validate_tool_arguments).
+//!   and the compiled-once [`ToolValidator`](crate::llm::ToolValidator) agrees with
+//!   [`validate_tool_arguments`](crate::llm::validate_tool_arguments).
 //!
 //! Inputs that choose a chunking start with two bytes for it (see [`Chunking`]); the rest is
 //! the body.
@@ -31,8 +31,8 @@ use serde_json::{Map, Value};
 
 use crate::agent::AgentMessage;
 #[cfg(any(feature = "anthropic", feature = "openai", feature = "google"))]
-use crate::event::AssistantMessageEvent;
-use crate::message::{AssistantContent, AssistantMessage, Tool, ToolCall, UserMessage};
+use crate::llm::event::AssistantMessageEvent;
+use crate::llm::message::{AssistantContent, AssistantMessage, Tool, ToolCall, UserMessage};
 
 // ------------------------------------------------------------------------------------------
 // Chunkings
@@ -362,7 +362,7 @@ pub fn normalize_ids(events: &mut [AssistantMessageEvent]) {
 
 /// The partial-JSON parser fed the text (lossy UTF-8) in the chosen fragments.
 pub fn partial_json(data: &[u8]) {
-    use crate::json::{PartialJsonParser, parse_streaming_json};
+    use crate::llm::json::{PartialJsonParser, parse_streaming_json};
     let (mut chunking, body) = Chunking::split(data);
     let text = String::from_utf8_lossy(body);
     let fragments = chunking.str_chunks(&text);
@@ -561,7 +561,7 @@ pub fn session_roundtrip(data: &[u8]) {
 /// Two JSON values from the input: the schema, then the arguments (missing or broken ones
 /// read as `{}`). Validates every way; see the module docs.
 pub fn tool_args(data: &[u8]) {
-    use crate::validation::{ToolValidator, validate_tool_arguments, validate_tool_call};
+    use crate::llm::validation::{ToolValidator, validate_tool_arguments, validate_tool_call};
     let mut values = serde_json::Deserializer::from_slice(data).into_iter::<Value>();
     let schema = values
         .next()

@@ -8,21 +8,10 @@
 
 pub mod agent;
 pub mod agent_session;
-mod env_keys;
-mod error;
-mod event;
-mod event_stream;
-pub mod json;
-mod message;
-mod model;
-pub mod models;
-mod options;
+pub mod llm;
+pub mod prelude;
 pub mod providers;
-mod redact;
 pub mod session;
-mod thinking;
-mod tool_args;
-mod validation;
 
 // Fuzz targets as plain functions, for `fuzz/` and `tests/fuzz_replay.rs`. Not API: hidden,
 // no stability promise, may change in any release (its own docs say so; an outer doc comment
@@ -31,32 +20,11 @@ mod validation;
 #[path = "fuzz_targets.rs"]
 pub mod __fuzz;
 
-pub use env_keys::{AMBIENT_CREDENTIALS, env_api_key, env_var_names, resolve_api_key};
-pub use error::{Error, ErrorKind};
-pub use event::{AssistantMessageEvent, PartialMessage};
-pub use event_stream::{AssistantMessageEventStream, EventSender, EventStream, StreamEvent};
-pub use message::{
-    AssistantContent, AssistantMessage, Content, Context, Cost, Extra, ImageContent, Message,
-    StopReason, TextContent, ThinkingContent, Tool, ToolCall, ToolResultMessage, Usage,
-    UserContent, UserMessage, now_millis,
-};
-pub use model::{InputModality, Model, ModelCost, api};
-pub use models::{ModelRegistry, calculate_cost, get_model, get_models, get_providers};
-pub use options::{
-    ApiKey, CacheRetention, DEFAULT_ERROR_BODY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, PayloadHook,
-    RetryPolicy, StreamOptions,
+// The first page: what a call to a model needs. Everything else of the LLM layer is in
+// `llm`, the other layers in their modules; `prelude` adds the agent and the session.
+pub use llm::{
+    AssistantContent, AssistantMessage, AssistantMessageEvent, CancellationToken, Content, Context,
+    Error, ErrorKind, Message, Model, StopReason, StreamOptions, ThinkingLevel, Tool, ToolCall,
+    ToolResultMessage, Usage, UserMessage, get_model, json, models,
 };
 pub use providers::{ApiProvider, ApiRegistry, complete, complete_simple, stream, stream_simple};
-pub use thinking::{
-    ThinkingAdjustment, ThinkingBudgets, ThinkingLevel, UnknownThinkingLevel,
-    adjust_max_tokens_for_thinking, build_base_options, clamp_thinking_level,
-    supported_thinking_levels, to_provider_options,
-};
-pub use tool_args::parse_arguments;
-pub use validation::{
-    ToolCallError, ToolCallErrorKind, ToolValidator, Violation, validate_tool_arguments,
-    validate_tool_call,
-};
-
-/// Re-exported so callers need not depend on `tokio-util` to cancel a call.
-pub use tokio_util::sync::CancellationToken;

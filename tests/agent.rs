@@ -15,9 +15,9 @@ use pi_engine::agent::{
 };
 use pi_engine::providers::faux::{Chunking, FauxProvider, FauxResponse};
 use pi_engine::{
-    ApiKey, ApiProvider, AssistantContent, AssistantMessage, AssistantMessageEvent,
-    AssistantMessageEventStream, CancellationToken, Content, ImageContent, Message, PartialMessage,
-    StopReason, ThinkingLevel, UserContent, UserMessage,
+    ApiProvider, AssistantContent, AssistantMessage, AssistantMessageEvent, CancellationToken,
+    Content, Message, StopReason, ThinkingLevel, UserMessage,
+    llm::{ApiKey, AssistantMessageEventStream, ImageContent, PartialMessage, UserContent},
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

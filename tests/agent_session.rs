@@ -24,8 +24,8 @@ use pi_engine::providers::faux::{Chunking, FauxProvider, FauxRequest, FauxRespon
 use pi_engine::session::compaction::SUMMARIZATION_SYSTEM_PROMPT;
 use pi_engine::session::{EntryType, SessionEntry, SessionManager, SessionOptions, convert_to_llm};
 use pi_engine::{
-    ApiProvider, AssistantMessage, AssistantMessageEventStream, Error, ErrorKind, Message, Model,
-    ModelCost, RetryPolicy, StopReason, ThinkingLevel,
+    ApiProvider, AssistantMessage, Error, ErrorKind, Message, Model, StopReason, ThinkingLevel,
+    llm::{AssistantMessageEventStream, ModelCost, RetryPolicy},
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -1580,7 +1580,7 @@ async fn over_http_a_model_call_has_one_budget_of_attempts() {
     ])
     .await;
     let model = anthropic_model(server.url());
-    let mut registry = pi_engine::ModelRegistry::new();
+    let mut registry = pi_engine::llm::ModelRegistry::new();
     registry.set_api_key("anthropic", "sk-ant-test");
     let session = AgentSession::builder(SessionManager::in_memory("/p"))
         .registry(registry)

@@ -22,7 +22,7 @@ use pi_engine::session::compaction::{
     prepare_compaction, serialize_conversation,
 };
 use pi_engine::session::{SessionEntry, SessionManager, SessionOptions, convert_to_llm};
-use pi_engine::{ApiProvider, Message, Model, ModelCost, ThinkingLevel};
+use pi_engine::{ApiProvider, Message, Model, ThinkingLevel, llm::ModelCost};
 use serde_json::{Value, json};
 
 fn root() -> &'static Path {

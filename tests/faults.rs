@@ -18,7 +18,7 @@ mod support;
 use std::time::Duration;
 
 use futures::StreamExt;
-use pi_engine::{
+use pi_engine::llm::{
     AssistantMessage, AssistantMessageEvent, CancellationToken, Context, ErrorKind, Model,
     ModelCost, RetryPolicy, StopReason, StreamOptions, UserMessage,
 };

@@ -193,7 +193,9 @@ fn every_corpus_has_a_target() {
 #[allow(clippy::vec_init_then_push)] // The pushes depend on the features.
 async fn replay_agrees_with_the_driver() {
     use futures::StreamExt;
-    use pi_engine::{AssistantMessageEvent, Context, Model, ModelCost, StreamOptions, UserMessage};
+    use pi_engine::llm::{
+        AssistantMessageEvent, Context, Model, ModelCost, StreamOptions, UserMessage,
+    };
     use support::{MockServer, Reply};
 
     let mut apis: Vec<(&str, __fuzz::Api, &str, &str)> = Vec::new();

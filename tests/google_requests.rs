@@ -19,7 +19,7 @@ mod support;
 use gemini::gemini_sse;
 use pi_engine::providers::google::GoogleProvider;
 use pi_engine::{
-    ApiProvider, Context, Message, Model, RetryPolicy, StreamOptions, ThinkingLevel, Tool,
+    ApiProvider, Context, Message, Model, StreamOptions, ThinkingLevel, Tool, llm::RetryPolicy,
 };
 use serde_json::{Value, json};
 use support::{MockServer, Reply};

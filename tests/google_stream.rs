@@ -15,7 +15,8 @@ use pi_engine::providers::google::GoogleProvider;
 use pi_engine::providers::google_vertex::VertexProvider;
 use pi_engine::{
     ApiProvider, AssistantContent, AssistantMessage, AssistantMessageEvent as E, Context,
-    ErrorKind, Model, ModelCost, RetryPolicy, StopReason, StreamOptions, UserMessage,
+    ErrorKind, Model, StopReason, StreamOptions, UserMessage,
+    llm::{ModelCost, RetryPolicy},
 };
 use serde_json::{Value, json};
 use support::{MockServer, Reply};
@@ -517,7 +518,7 @@ async fn vertex_with_api_key_and_with_bearer_token() {
 
     // stream_simple keeps the Vertex options (pi's drops them).
     let token = options()
-        .with_api_key(pi_engine::AMBIENT_CREDENTIALS)
+        .with_api_key(pi_engine::llm::AMBIENT_CREDENTIALS)
         .with_reasoning(pi_engine::ThinkingLevel::Low)
         .with_extra("accessToken", "ya29.token".into())
         .with_extra("project", "p".into())

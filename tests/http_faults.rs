@@ -12,7 +12,8 @@ use futures::StreamExt;
 use pi_engine::providers::anthropic::AnthropicProvider;
 use pi_engine::{
     ApiProvider, AssistantMessage, AssistantMessageEvent, CancellationToken, Context, ErrorKind,
-    Model, ModelCost, RetryPolicy, StopReason, StreamOptions, UserMessage,
+    Model, StopReason, StreamOptions, UserMessage,
+    llm::{ModelCost, RetryPolicy},
 };
 use support::{MockServer, Reply, Step, anthropic_sse};
 use tokio::time::Instant;

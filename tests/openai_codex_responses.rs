@@ -58,7 +58,9 @@ async fn requests_and_events_match_pi() {
             .unwrap()
             .replace("BASE_URL", server.url());
         let request: Request = serde_json::from_str(&text).unwrap();
-        let options = request.options.with_retry(pi_engine::RetryPolicy::none());
+        let options = request
+            .options
+            .with_retry(pi_engine::llm::RetryPolicy::none());
         let registry = ApiRegistry::with_builtins();
         let mut stream = if options.reasoning.is_some() {
             registry.stream_simple(&request.model, &request.context, &options)

@@ -19,7 +19,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use pi_engine::providers::openai_completions::OpenAiCompletionsProvider;
-use pi_engine::{ApiProvider, CancellationToken, Context, Model, RetryPolicy, StreamOptions};
+use pi_engine::{ApiProvider, CancellationToken, Context, Model, StreamOptions, llm::RetryPolicy};
 use serde_json::{Value, json};
 
 /// pi's bodies for `cases`.

@@ -23,7 +23,7 @@
 mod support;
 
 use pi_engine::providers::openai_completions::OpenAiCompletionsProvider;
-use pi_engine::{ApiProvider, Context, RetryPolicy, StreamOptions, ThinkingLevel, Tool};
+use pi_engine::{ApiProvider, Context, StreamOptions, ThinkingLevel, Tool, llm::RetryPolicy};
 use serde_json::Value;
 use support::pi::{RecordedSession, models_json_model, recorded_header};
 use support::{MockServer, Reply};

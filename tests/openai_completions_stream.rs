@@ -13,7 +13,8 @@ use futures::StreamExt;
 use pi_engine::providers::openai_completions::OpenAiCompletionsProvider;
 use pi_engine::{
     ApiProvider, AssistantContent, AssistantMessage, AssistantMessageEvent, Context, ErrorKind,
-    Model, ModelCost, RetryPolicy, StopReason, StreamOptions, ToolCall, UserMessage,
+    Model, StopReason, StreamOptions, ToolCall, UserMessage,
+    llm::{ModelCost, RetryPolicy},
 };
 use serde_json::{Value, json};
 use support::{MockServer, Reply, Step};

@@ -17,7 +17,7 @@
 mod support;
 
 use pi_engine::providers::openai_responses::OpenAIResponsesProvider;
-use pi_engine::{ApiProvider, Context, RetryPolicy, StreamOptions, ThinkingLevel, Tool};
+use pi_engine::{ApiProvider, Context, StreamOptions, ThinkingLevel, Tool, llm::RetryPolicy};
 use serde_json::Value;
 use support::pi::{RecordedSession, models_json_model};
 use support::responses::responses_text_reply;

@@ -14,8 +14,9 @@ use futures::StreamExt;
 use pi_engine::providers::azure_openai_responses::AzureOpenAIResponsesProvider;
 use pi_engine::providers::openai_responses::OpenAIResponsesProvider;
 use pi_engine::{
-    ApiProvider, AssistantMessage, AssistantMessageEvent, Context, ErrorKind, Model, ModelCost,
-    RetryPolicy, StopReason, StreamOptions, UserMessage,
+    ApiProvider, AssistantMessage, AssistantMessageEvent, Context, ErrorKind, Model, StopReason,
+    StreamOptions, UserMessage,
+    llm::{ModelCost, RetryPolicy},
 };
 use serde_json::{Value, json};
 use support::responses::{comparable_lines, comparable_run, responses_sse, responses_text_reply};
@@ -278,7 +279,7 @@ fn completed_with_tier(tier: &str) -> String {
 async fn service_tier_scales_the_cost() {
     let base_cost = {
         let mut usage = pi_engine::Usage::new(1000, 100, 0, 0);
-        pi_engine::calculate_cost(&model("", "gpt-5"), &mut usage)
+        pi_engine::llm::calculate_cost(&model("", "gpt-5"), &mut usage)
     };
     for (model_id, requested, reported, factor) in [
         ("gpt-5", Some("flex"), "null", 0.5),
@@ -352,7 +353,7 @@ async fn azure_url_auth_deployment_and_no_tier_pricing() {
     assert_eq!(body["prompt_cache_key"], "s1");
     assert!(body.get("store").is_none());
     let mut usage = pi_engine::Usage::new(1000, 100, 0, 0);
-    let unscaled = pi_engine::calculate_cost(&model, &mut usage);
+    let unscaled = pi_engine::llm::calculate_cost(&model, &mut usage);
     assert_eq!(message.usage.cost, unscaled);
     assert!(!format!("{message:?}").contains("azure-secret"));
 }

@@ -19,11 +19,11 @@ use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
-use pi_engine::models::{CredentialSource, ModelRegistry};
-use pi_engine::session::SessionOptions;
-use pi_engine::{
+use pi_engine::llm::{
     ApiKey, AssistantMessage, Context, Model, RetryPolicy, StopReason, StreamOptions, UserMessage,
 };
+use pi_engine::models::{CredentialSource, ModelRegistry};
+use pi_engine::session::SessionOptions;
 use support::{MockServer, Reply, Step};
 
 // ---------------------------------------------------------------------------------------

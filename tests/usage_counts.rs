@@ -14,8 +14,8 @@ use pi_engine::providers::google::GoogleProvider;
 use pi_engine::providers::openai_completions::OpenAiCompletionsProvider;
 use pi_engine::providers::openai_responses::OpenAIResponsesProvider;
 use pi_engine::{
-    ApiProvider, AssistantMessage, Context, Model, ModelCost, RetryPolicy, StopReason,
-    StreamOptions, Usage, UserMessage,
+    ApiProvider, AssistantMessage, Context, Model, StopReason, StreamOptions, Usage, UserMessage,
+    llm::{ModelCost, RetryPolicy},
 };
 use support::responses::responses_sse;
 use support::{MockServer, Reply};

@@ -4,7 +4,7 @@
 //! `validateToolArguments` returned (the coerced arguments) or the error text it threw
 //! (`gen.mjs` beside it regenerates the file). Ours must give the same, byte for byte.
 
-use pi_engine::{
+use pi_engine::llm::{
     Tool, ToolCall, ToolCallErrorKind, ToolValidator, validate_tool_arguments, validate_tool_call,
 };
 use serde_json::{Value, json};

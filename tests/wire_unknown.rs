@@ -4,8 +4,8 @@
 //! and a provider's request leaves the unknown blocks out.
 
 use pi_engine::agent::AgentMessage;
+use pi_engine::llm::{AssistantContent, Content, Message, StopReason, UserContent};
 use pi_engine::session::{EntryType, SessionEntry, SessionManager, convert_to_llm};
-use pi_engine::{AssistantContent, Content, Message, StopReason, UserContent};
 
 /// A session as a newer pi could write it: an assistant message with an unknown stop reason,
 /// an unknown block before its tool call, a tool result and a user message holding unknown

@@ -21,7 +21,7 @@ use pi_engine::agent::{
     Agent, AgentEvent, AgentMessage, AgentTool, AgentToolResult, QueueMode, ToolContext, ToolError,
     ToolExecutionMode, ToolUpdates, TypedTool,
 };
-use pi_engine::{
+use pi_engine::llm::{
     AssistantContent, AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream,
     CancellationToken, Content, Context, Error, ErrorKind, Model, PartialMessage, StopReason,
     StreamOptions, TextContent, ThinkingContent, ThinkingLevel, Tool, ToolCall, Usage, UserMessage,

@@ -24,11 +24,11 @@ use crate::agent::config::{AgentContext, AgentLoopConfig, Converter, TurnEndCont
 use crate::agent::event::{AgentEvent, AgentEventStream, AgentLoopState};
 use crate::agent::message::AgentMessage;
 use crate::agent::tool_exec::{ToolValidators, execute_tool_calls};
-use crate::error::{Error, ErrorKind};
-use crate::event::AssistantMessageEvent;
-use crate::event_stream::{AssistantMessageEventStream, EventSender, EventStream};
-use crate::message::{AssistantMessage, Context, Message, ToolResultMessage};
-use crate::thinking::ThinkingLevel;
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event::AssistantMessageEvent;
+use crate::llm::event_stream::{AssistantMessageEventStream, EventSender, EventStream};
+use crate::llm::message::{AssistantMessage, Context, Message, ToolResultMessage};
+use crate::llm::thinking::ThinkingLevel;
 
 /// The reply being streamed as a sink rebuilds it from `message_start` and the
 /// `message_update` events (`None` if it no longer has one). A run given one does not fold the

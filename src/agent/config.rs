@@ -13,13 +13,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::message::AgentMessage;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolExecutionMode};
-use crate::event_stream::AssistantMessageEventStream;
-use crate::message::{
+use crate::llm::event_stream::AssistantMessageEventStream;
+use crate::llm::message::{
     AssistantMessage, Content, Context, Message, Tool, ToolCall, ToolResultMessage,
 };
-use crate::model::Model;
-use crate::options::{ApiKey, StreamOptions};
-use crate::thinking::ThinkingLevel;
+use crate::llm::model::Model;
+use crate::llm::options::{ApiKey, StreamOptions};
+use crate::llm::thinking::ThinkingLevel;
 
 /// What a run starts from: the system prompt, the conversation and the tools.
 #[derive(Clone, Default)]

@@ -19,9 +19,9 @@ use serde_json::{Map, Value};
 
 use crate::agent::message::AgentMessage;
 use crate::agent::tool::AgentToolResult;
-use crate::event::{AssistantMessageEvent, PartialMessage};
-use crate::event_stream::{EventStream, StreamEvent};
-use crate::message::{AssistantMessage, Message, ToolResultMessage};
+use crate::llm::event::{AssistantMessageEvent, PartialMessage};
+use crate::llm::event_stream::{EventStream, StreamEvent};
+use crate::llm::message::{AssistantMessage, Message, ToolResultMessage};
 
 /// One event of an agent run.
 ///

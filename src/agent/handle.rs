@@ -32,16 +32,16 @@ use crate::agent::event::AgentEvent;
 use crate::agent::message::AgentMessage;
 use crate::agent::outcome::RunOutcome;
 use crate::agent::tool::{AgentTool, ToolExecutionMode};
-use crate::error::{Error, ErrorKind};
-use crate::event::{AssistantMessageEvent, PartialMessage};
-use crate::event_stream::AssistantMessageEventStream;
-use crate::message::{
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event::{AssistantMessageEvent, PartialMessage};
+use crate::llm::event_stream::AssistantMessageEventStream;
+use crate::llm::message::{
     AssistantContent, AssistantMessage, Content, Context, ImageContent, StopReason, UserMessage,
 };
-use crate::model::Model;
-use crate::options::StreamOptions;
+use crate::llm::model::Model;
+use crate::llm::options::StreamOptions;
+use crate::llm::thinking::ThinkingLevel;
 use crate::providers::{ApiProvider, ApiRegistry};
-use crate::thinking::ThinkingLevel;
 
 /// How many queued messages one poll of a queue delivers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]

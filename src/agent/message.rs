@@ -29,7 +29,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::message::{AssistantMessage, Message, ToolResultMessage, UserMessage};
+use crate::llm::message::{AssistantMessage, Message, ToolResultMessage, UserMessage};
 
 /// A message in an agent's history.
 #[derive(Debug, Clone, PartialEq)]
@@ -283,7 +283,7 @@ struct Tagged<'a, T: Serialize> {
     m: &'a T,
 }
 
-// `Deserialize for AgentMessage` is in `crate::message::de`, with the LLM message types:
+// `Deserialize for AgentMessage` is in `crate::llm::message::de`, with the LLM message types:
 // one pass over the input whatever the role.
 
 #[cfg(test)]

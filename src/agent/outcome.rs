@@ -6,8 +6,8 @@
 //! [`RunOutcome::Failed`], which is `#[must_use]` so it cannot be dropped unseen.
 //! [`RunOutcome::into_result`] turns a failure or an abort into an `Err` for `?`.
 
-use crate::error::Error;
-use crate::message::{AssistantMessage, StopReason};
+use crate::llm::error::Error;
+use crate::llm::message::{AssistantMessage, StopReason};
 
 /// How a run ended. `#[must_use]`: a run can fail without `prompt` returning `Err`.
 ///
@@ -114,7 +114,7 @@ impl RunError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ErrorKind;
+    use crate::llm::error::ErrorKind;
 
     #[test]
     fn outcome_of_a_run() {

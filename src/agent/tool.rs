@@ -45,7 +45,7 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::message::{Content, Tool};
+use crate::llm::message::{Content, Tool};
 
 /// The error a tool returns. Its `Display` text is what the model reads in the error result.
 ///
@@ -516,7 +516,7 @@ where
         cancel: CancellationToken,
         updates: ToolUpdates,
     ) -> Result<AgentToolResult, ToolError> {
-        let args: T = crate::tool_args::parse_arguments(&args).map_err(|e| {
+        let args: T = crate::llm::tool_args::parse_arguments(&args).map_err(|e| {
             format!(
                 "Invalid arguments for tool \"{}\": {e}",
                 self.definition.name

@@ -35,8 +35,8 @@ use crate::agent::message::AgentMessage;
 use crate::agent::tool::{
     AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdate, ToolUpdates, UpdateQueue,
 };
-use crate::message::{AssistantMessage, ToolCall, ToolResultMessage};
-use crate::validation::ToolValidator;
+use crate::llm::message::{AssistantMessage, ToolCall, ToolResultMessage};
+use crate::llm::validation::ToolValidator;
 
 /// The text of the error result of a call that was not started because the run was aborted.
 pub(crate) const TOOL_ABORTED: &str = "Operation aborted";

@@ -12,13 +12,13 @@ use super::error::AgentSessionError;
 use super::session::{AgentSession, Inner, Parts, ScopedModel, State, TransformFn};
 use super::settings::{AgentSessionSettings, DEFAULT_THINKING_LEVEL};
 use crate::agent::{Agent, AgentHooks, AgentMessage, AgentTool, StreamFn, ToolExecutionMode};
-use crate::event_stream::AssistantMessageEventStream;
-use crate::message::Context;
-use crate::model::Model;
-use crate::models::ModelRegistry;
-use crate::options::StreamOptions;
+use crate::llm::event_stream::AssistantMessageEventStream;
+use crate::llm::message::Context;
+use crate::llm::model::Model;
+use crate::llm::models::ModelRegistry;
+use crate::llm::options::StreamOptions;
+use crate::llm::thinking::{ThinkingLevel, clamp_thinking_level};
 use crate::session::{EntryType, SessionManager, to_llm};
-use crate::thinking::{ThinkingLevel, clamp_thinking_level};
 
 /// Configures an [`AgentSession`]. Only the session manager is required — and a model,
 /// unless the session has one the registry knows.

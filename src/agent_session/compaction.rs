@@ -11,8 +11,8 @@ use super::event::{CompactionReason, SessionEvent};
 use super::retry::is_context_overflow;
 use super::session::{AfterCheck, AgentSession, Inner, Overlay, compaction_time};
 use crate::agent::{AgentMessage, StreamFn};
-use crate::error::Error;
-use crate::message::{AssistantMessage, StopReason};
+use crate::llm::error::Error;
+use crate::llm::message::{AssistantMessage, StopReason};
 use crate::session::SessionEntry;
 use crate::session::compaction::{
     CompactionPreparation, CompactionResult, Summarizer, calculate_context_tokens, compact,
@@ -69,7 +69,7 @@ impl StreamFn for RawStream {
         model: &crate::Model,
         context: &crate::Context,
         options: &crate::StreamOptions,
-    ) -> crate::AssistantMessageEventStream {
+    ) -> crate::llm::AssistantMessageEventStream {
         self.0.raw_stream(model, context, options)
     }
 }

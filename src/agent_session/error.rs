@@ -2,7 +2,7 @@
 //! happen.
 
 use crate::agent::AgentError;
-use crate::error::Error;
+use crate::llm::error::Error;
 use crate::session::SessionError;
 
 /// Why an [`AgentSession`](super::AgentSession) operation failed.

@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::agent::AgentEvent;
+use crate::llm::thinking::ThinkingLevel;
 use crate::session::compaction::CompactionResult;
-use crate::thinking::ThinkingLevel;
 
 /// One event of an agent session: an agent event, or one of the session's own.
 ///

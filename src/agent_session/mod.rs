@@ -1,7 +1,7 @@
 //! [`AgentSession`]: a persistent agent — pi's `AgentSession` — built from the three layers
 //! below it: an [`Agent`](crate::agent::Agent) runs the conversation, a
 //! [`SessionManager`](crate::session::SessionManager) keeps it in a pi-compatible session
-//! file, a [`ModelRegistry`](crate::ModelRegistry) supplies models and credentials.
+//! file, a [`ModelRegistry`](crate::llm::ModelRegistry) supplies models and credentials.
 //!
 //! * **Persistent.** Every message is written as it ends (user, assistant and tool results
 //!   as `message` entries, extension messages as `custom_message` entries), model and

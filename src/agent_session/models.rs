@@ -6,9 +6,9 @@ use super::error::AgentSessionError;
 use super::event::{CompactionReason, SessionEvent};
 use super::session::{AgentSession, ScopedModel};
 use super::settings::DEFAULT_THINKING_LEVEL;
-use crate::model::Model;
+use crate::llm::model::Model;
+use crate::llm::thinking::{ThinkingLevel, clamp_thinking_level, supported_thinking_levels};
 use crate::session::compaction::should_compact;
-use crate::thinking::{ThinkingLevel, clamp_thinking_level, supported_thinking_levels};
 
 /// Which way [`AgentSession::cycle_model`] goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -7,8 +7,8 @@ use std::time::Duration;
 use regex::Regex;
 
 use super::settings::RetrySettings;
-use crate::error::ErrorKind;
-use crate::message::{AssistantMessage, StopReason};
+use crate::llm::error::ErrorKind;
+use crate::llm::message::{AssistantMessage, StopReason};
 
 /// pi's auto-retry pattern (`agent-session.ts _isRetryableError`), case-insensitive.
 const PI_RETRYABLE: &str = r"(?i)overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without|http2 request did not get a response|timed? out|timeout|terminated|retry delay";
@@ -84,8 +84,8 @@ pub(crate) fn retry_delay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
-    use crate::message::Usage;
+    use crate::llm::error::Error;
+    use crate::llm::message::Usage;
 
     fn failed(text: &str) -> AssistantMessage {
         AssistantMessage::new("a", "p", "m").with_error(Error::from_message(text))

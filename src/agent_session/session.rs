@@ -21,14 +21,14 @@ use crate::agent::CustomMessageType;
 use crate::agent::{
     Agent, AgentError, AgentEvent, AgentMessage, PromptInput, QueueMode, RunOutcome, StreamFn,
 };
-use crate::error::Error;
-use crate::event_stream::AssistantMessageEventStream;
-use crate::message::{AssistantMessage, Context, StopReason};
-use crate::model::Model;
-use crate::models::{ModelRegistry, RequestAuth};
-use crate::options::{RetryPolicy, StreamOptions};
+use crate::llm::error::Error;
+use crate::llm::event_stream::AssistantMessageEventStream;
+use crate::llm::message::{AssistantMessage, Context, StopReason};
+use crate::llm::model::Model;
+use crate::llm::models::{ModelRegistry, RequestAuth};
+use crate::llm::options::{RetryPolicy, StreamOptions};
+use crate::llm::thinking::ThinkingLevel;
 use crate::session::{CompactionSummaryMessage, ExtensionMessage, SessionError, SessionManager};
-use crate::thinking::ThinkingLevel;
 
 /// A user-supplied context transformation, run after the session's own.
 pub(super) type TransformFn = dyn for<'a> Fn(&'a [AgentMessage], &'a CancellationToken) -> BoxFuture<'a, Cow<'a, [AgentMessage]>>
@@ -669,7 +669,7 @@ impl Inner {
     }
 
     /// Resolves the key and headers of the next call (the agent's `get_api_key` hook).
-    pub(super) async fn resolve_auth(&self) -> Option<crate::options::ApiKey> {
+    pub(super) async fn resolve_auth(&self) -> Option<crate::llm::options::ApiKey> {
         let model = self.model();
         let auth = self.registry.request_auth(&model).await;
         let key = auth.as_ref().ok().and_then(|a| a.api_key.clone());
@@ -929,9 +929,9 @@ impl AgentSession {
         match input {
             PromptInput::Messages(m) => m,
             PromptInput::Text { text, images } => {
-                let mut content = vec![crate::message::Content::text(text)];
-                content.extend(images.into_iter().map(crate::message::Content::Image));
-                vec![crate::message::UserMessage::blocks(content).into()]
+                let mut content = vec![crate::llm::message::Content::text(text)];
+                content.extend(images.into_iter().map(crate::llm::message::Content::Image));
+                vec![crate::llm::message::UserMessage::blocks(content).into()]
             }
         }
     }

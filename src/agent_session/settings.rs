@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::agent::QueueMode;
+use crate::llm::thinking::ThinkingLevel;
 use crate::session::compaction::CompactionSettings;
-use crate::thinking::ThinkingLevel;
 
 /// Settings of an [`AgentSession`](super::AgentSession), with pi's names and defaults, so the
 /// corresponding part of pi's `settings.json` deserializes into it.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::agent::AgentMessage;
-use crate::message::AssistantContent;
+use crate::llm::message::AssistantContent;
 use crate::session::compaction::{calculate_context_tokens, estimate_context_tokens, valid_usage};
 
 /// Token totals of a session's replies (pi's `SessionStats.tokens`).
@@ -156,7 +156,7 @@ pub(crate) fn context_usage(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{AssistantMessage, Usage};
+    use crate::llm::message::{AssistantMessage, Usage};
 
     #[test]
     fn token_totals_saturate() {

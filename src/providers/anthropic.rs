@@ -38,16 +38,16 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::error::{Error, ErrorKind};
-use crate::event::AssistantMessageEvent as E;
-use crate::event_stream::AssistantMessageEventStream;
-use crate::json::parse_streaming_json;
-use crate::message::{
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event::AssistantMessageEvent as E;
+use crate::llm::event_stream::AssistantMessageEventStream;
+use crate::llm::json::parse_streaming_json;
+use crate::llm::message::{
     AssistantContent, AssistantMessage, Content, Context, Message, StopReason, Tool, ToolCall,
     Usage, UserContent,
 };
-use crate::model::{Model, ModelCost, api};
-use crate::options::{CacheRetention, StreamOptions};
+use crate::llm::model::{Model, ModelCost, api};
+use crate::llm::options::{CacheRetention, StreamOptions};
 use crate::providers::ApiProvider;
 use crate::providers::http::copilot::copilot_headers;
 use crate::providers::http::{
@@ -231,7 +231,7 @@ fn build_request(
     options: &StreamOptions,
 ) -> Result<(HttpRequest, bool), Error> {
     // `None`: a keyless model (a local server), sent without credentials.
-    let key = crate::env_keys::request_key(model, options)?;
+    let key = crate::llm::env_keys::request_key(model, options)?;
     let opts = AnthropicOptions::from_extra(&options.extra)?;
     let copilot = model.provider == "github-copilot";
     let cloudflare = model.provider == "cloudflare-ai-gateway";
@@ -1123,7 +1123,7 @@ impl Decoder for AnthropicDecoder {
         message.stop_reason = self.stop_reason.clone();
         let mut usage = self.usage.clone();
         let prices = Model::new("", "", "", "").with_cost(self.cost);
-        crate::calculate_cost(&prices, &mut usage);
+        crate::llm::calculate_cost(&prices, &mut usage);
         usage.recompute_total();
         message.usage = usage;
     }
@@ -1139,8 +1139,8 @@ fn clip(text: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{ThinkingContent, ToolResultMessage, UserMessage};
-    use crate::model::InputModality;
+    use crate::llm::message::{ThinkingContent, ToolResultMessage, UserMessage};
+    use crate::llm::model::InputModality;
 
     fn model() -> Model {
         Model::new(

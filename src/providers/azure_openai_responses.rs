@@ -38,11 +38,11 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::{Error, ErrorKind};
-use crate::event_stream::AssistantMessageEventStream;
-use crate::message::Context;
-use crate::model::{Model, api};
-use crate::options::{ApiKey, StreamOptions};
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event_stream::AssistantMessageEventStream;
+use crate::llm::message::Context;
+use crate::llm::model::{Model, api};
+use crate::llm::options::{ApiKey, StreamOptions};
 use crate::providers::ApiProvider;
 use crate::providers::http::{HttpRequest, stream_http};
 use crate::providers::openai_responses_shared::{
@@ -100,7 +100,7 @@ impl ApiProvider for AzureOpenAIResponsesProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        crate::env_keys::stream_simple_with_own_key(self, model, context, options)
+        crate::llm::env_keys::stream_simple_with_own_key(self, model, context, options)
     }
 }
 
@@ -199,8 +199,8 @@ fn api_key(
     base_url: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<ApiKey>, Error> {
-    crate::env_keys::request_key(model, options).or_else(|error| {
-        let azure = crate::env_keys::is_vendor_endpoint(base_url, |host| {
+    crate::llm::env_keys::request_key(model, options).or_else(|error| {
+        let azure = crate::llm::env_keys::is_vendor_endpoint(base_url, |host| {
             host.ends_with(".openai.azure.com") || host.ends_with(".cognitiveservices.azure.com")
         }) && !base_url.trim().is_empty();
         env("AZURE_OPENAI_API_KEY")
@@ -266,7 +266,7 @@ fn build_request(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::UserMessage;
+    use crate::llm::message::UserMessage;
     use serde_json::json;
 
     fn model(base_url: &str) -> Model {
@@ -401,7 +401,7 @@ mod tests {
         let opts = StreamOptions::new()
             .with_api_key("azure-key")
             .with_session_id("s1")
-            .with_cache_retention(crate::options::CacheRetention::None)
+            .with_cache_retention(crate::llm::options::CacheRetention::None)
             .with_extra("serviceTier", json!("flex"));
         let request =
             build_request(&model("https://res.openai.azure.com"), &ctx, &opts, &env).unwrap();

@@ -38,15 +38,15 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{Error, ErrorKind};
-use crate::event::{AssistantMessageEvent, PartialMessage};
-use crate::event_stream::{AssistantMessageEventStream, EventSender, EventStream};
-use crate::message::{
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event::{AssistantMessageEvent, PartialMessage};
+use crate::llm::event_stream::{AssistantMessageEventStream, EventSender, EventStream};
+use crate::llm::message::{
     AssistantContent, AssistantMessage, Content, Context, Message, StopReason, ThinkingContent,
     Usage, UserContent,
 };
-use crate::model::{InputModality, Model, ModelCost};
-use crate::options::StreamOptions;
+use crate::llm::model::{InputModality, Model, ModelCost};
+use crate::llm::options::StreamOptions;
 use crate::providers::ApiProvider;
 
 /// The faux provider's default api name.
@@ -841,7 +841,7 @@ fn estimate_usage(
     let output = estimate_tokens(&assistant_text(&message.content));
     let (mut input, mut cache_read, mut cache_write) = (prompt_tokens, 0, 0);
     if let Some(session) = &options.session_id
-        && options.cache_retention != Some(crate::options::CacheRetention::None)
+        && options.cache_retention != Some(crate::llm::options::CacheRetention::None)
     {
         if let Some(previous) = cache.get(session) {
             let common = common_prefix_chars(previous, &prompt);
@@ -1168,7 +1168,7 @@ impl FauxReply {
             AssistantContent::ToolCall(c) => {
                 let mut call = c.clone();
                 let text = self.partial.tool_arguments_text(i).unwrap_or("");
-                call.arguments = crate::json::parse_streaming_json(text);
+                call.arguments = crate::llm::json::parse_streaming_json(text);
                 AssistantMessageEvent::ToolcallEnd {
                     content_index: i,
                     tool_call: call,
@@ -1312,7 +1312,7 @@ fn drop_unknown_blocks(message: &mut AssistantMessage) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::UserMessage;
+    use crate::llm::message::UserMessage;
     use futures::StreamExt;
     use serde_json::json;
 

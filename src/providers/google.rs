@@ -46,11 +46,11 @@ mod partial_args;
 pub(crate) mod request;
 pub(crate) mod stream;
 
-use crate::error::{Error, ErrorKind};
-use crate::event_stream::AssistantMessageEventStream;
-use crate::message::Context;
-use crate::model::{Model, api};
-use crate::options::StreamOptions;
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event_stream::AssistantMessageEventStream;
+use crate::llm::message::Context;
+use crate::llm::model::{Model, api};
+use crate::llm::options::StreamOptions;
 use crate::providers::ApiProvider;
 use crate::providers::http::{HttpRequest, stream_http};
 
@@ -93,7 +93,7 @@ fn build_request(
     options: &StreamOptions,
 ) -> Result<HttpRequest, Error> {
     // `None`: a keyless model (a local server), sent without credentials.
-    let key = crate::env_keys::request_key(model, options)?;
+    let key = crate::llm::env_keys::request_key(model, options)?;
     let body = build_body(model, context, options, Flavour::GenerativeAi)?;
     let base = match model.base_url.trim() {
         "" => DEFAULT_BASE_URL,
@@ -138,7 +138,7 @@ pub(crate) fn check_model_id(id: &str) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::UserMessage;
+    use crate::llm::message::UserMessage;
 
     fn parts(request: &HttpRequest) -> (String, Vec<(String, String)>) {
         let (url, headers) = request.parts();

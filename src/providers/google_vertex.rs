@@ -8,8 +8,8 @@
 //!   sent as `x-goog-api-key` to
 //!   `https://aiplatform.googleapis.com/v1/publishers/google/models/{model}:streamGenerateContent?alt=sse`.
 //!   The markers `gcp-vertex-credentials` and `<…>` (such as
-//!   [`AMBIENT_CREDENTIALS`](crate::AMBIENT_CREDENTIALS), which
-//!   [`env_api_key`](crate::env_api_key) returns when Application Default Credentials are
+//!   [`AMBIENT_CREDENTIALS`](crate::llm::AMBIENT_CREDENTIALS), which
+//!   [`env_api_key`](crate::llm::env_api_key) returns when Application Default Credentials are
 //!   configured) are not keys: they select the project mode below, as in pi.
 //! * **Project mode** (what pi does with Application Default Credentials):
 //!   `https://{location}-aiplatform.googleapis.com/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:streamGenerateContent?alt=sse`
@@ -54,11 +54,11 @@ use serde_json::{Map, Value};
 
 use super::google::request::{Flavour, build_body};
 use super::google::stream::GoogleDecoder;
-use crate::error::{Error, ErrorKind};
-use crate::event_stream::AssistantMessageEventStream;
-use crate::message::Context;
-use crate::model::{Model, api};
-use crate::options::StreamOptions;
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event_stream::AssistantMessageEventStream;
+use crate::llm::message::Context;
+use crate::llm::model::{Model, api};
+use crate::llm::options::StreamOptions;
 use crate::providers::ApiProvider;
 use crate::providers::http::{HttpRequest, stream_http};
 
@@ -101,7 +101,7 @@ impl ApiProvider for VertexProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        let mut mapped = crate::to_provider_options(model, options);
+        let mut mapped = crate::llm::to_provider_options(model, options);
         for key in VERTEX_OPTIONS {
             if let Some(value) = options.extra.get(key) {
                 mapped.extra.insert(key.to_owned(), value.clone());
@@ -353,7 +353,7 @@ fn project_url(project: &str, location: &str, model_path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::UserMessage;
+    use crate::llm::message::UserMessage;
 
     fn vertex(id: &str, base: &str) -> Model {
         Model::new(id, api::GOOGLE_VERTEX, "google-vertex", base)
@@ -412,7 +412,7 @@ mod tests {
             ("GOOGLE_CLOUD_LOCATION", "europe-west4"),
         ];
         let with_token = StreamOptions::new()
-            .with_api_key(crate::AMBIENT_CREDENTIALS)
+            .with_api_key(crate::llm::AMBIENT_CREDENTIALS)
             .with_extra("accessToken", "tok-1".into());
         let (url, headers) = encode(&m, &with_token, &vars).unwrap();
         assert_eq!(

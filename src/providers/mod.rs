@@ -21,11 +21,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock, RwLock};
 
-use crate::error::{Error, ErrorKind};
-use crate::event_stream::AssistantMessageEventStream;
-use crate::message::{AssistantMessage, Context};
-use crate::model::Model;
-use crate::options::StreamOptions;
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event_stream::AssistantMessageEventStream;
+use crate::llm::message::{AssistantMessage, Context};
+use crate::llm::model::Model;
+use crate::llm::options::StreamOptions;
 
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
@@ -60,10 +60,7 @@ pub(crate) mod wire_count;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use pi_engine::{
-///     ApiProvider, ApiRegistry, AssistantContent, AssistantMessage, AssistantMessageEvent,
-///     AssistantMessageEventStream, Context, Model, PartialMessage, StopReason, StreamOptions,
-/// };
+/// use pi_engine::{ApiProvider, ApiRegistry, AssistantContent, AssistantMessage, AssistantMessageEvent, Context, Model, StopReason, StreamOptions, llm::{AssistantMessageEventStream, PartialMessage}};
 ///
 /// /// Answers every request with "pong".
 /// struct Pong;
@@ -105,11 +102,7 @@ pub(crate) mod wire_count;
 ///
 /// ```
 /// use std::time::Duration;
-/// use pi_engine::{
-///     ApiProvider, AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream,
-///     CancellationToken, Context, Error, ErrorKind, Model, PartialMessage, StopReason,
-///     StreamOptions,
-/// };
+/// use pi_engine::{ApiProvider, AssistantMessage, AssistantMessageEvent, CancellationToken, Context, Error, ErrorKind, Model, StopReason, StreamOptions, llm::{AssistantMessageEventStream, PartialMessage}};
 ///
 /// /// Says "tick" every 10 ms until it is cancelled.
 /// struct Ticker;
@@ -171,14 +164,18 @@ pub trait ApiProvider: Send + Sync + 'static {
 
     /// Streams a reply, mapping `options.reasoning` to the provider's own options. The
     /// default calls [`stream`](Self::stream) with
-    /// [`to_provider_options`](crate::to_provider_options), pi's mapping for its apis.
+    /// [`to_provider_options`](crate::llm::to_provider_options), pi's mapping for its apis.
     fn stream_simple(
         &self,
         model: &Model,
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        self.stream(model, context, &crate::to_provider_options(model, options))
+        self.stream(
+            model,
+            context,
+            &crate::llm::to_provider_options(model, options),
+        )
     }
 }
 
@@ -384,7 +381,7 @@ pub async fn complete(
 /// Streams a reply with `options.reasoning` mapped to the provider's own options.
 ///
 /// The key is `options.api_key`, else the environment variable named for the model's
-/// provider ([`env_var_names`](crate::env_var_names)); a model without either ends with pi's
+/// provider ([`env_var_names`](crate::llm::env_var_names)); a model without either ends with pi's
 /// `No API key for provider: <name>` error event (nothing is sent), unless it is
 /// [keyless](Model::keyless). Never another provider's key: a custom provider does not get
 /// `OPENAI_API_KEY`.
@@ -456,7 +453,7 @@ pub async fn complete_simple(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::StopReason;
+    use crate::llm::message::StopReason;
 
     #[tokio::test]
     async fn unknown_api_is_an_error_event() {

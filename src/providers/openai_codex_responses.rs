@@ -28,7 +28,7 @@
 //! Differences from pi: the request always goes over SSE (pi's `transport` option, whose
 //! default tries a WebSocket first and falls back to SSE, is not read); HTTP errors carry the
 //! shared status, provider text and request id instead of pi's "You have hit your ChatGPT
-//! usage limit" wording; retries follow the call's [`RetryPolicy`](crate::RetryPolicy).
+//! usage limit" wording; retries follow the call's [`RetryPolicy`](crate::llm::RetryPolicy).
 //!
 //! ```no_run
 //! use pi_engine::{Context, Model, StreamOptions, UserMessage};
@@ -49,17 +49,17 @@ use std::sync::OnceLock;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
-use crate::error::{Error, ErrorKind};
-use crate::event_stream::AssistantMessageEventStream;
-use crate::message::Context;
-use crate::model::{Model, api};
-use crate::options::StreamOptions;
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event_stream::AssistantMessageEventStream;
+use crate::llm::message::Context;
+use crate::llm::model::{Model, api};
+use crate::llm::options::StreamOptions;
+use crate::llm::thinking::ThinkingLevel;
 use crate::providers::ApiProvider;
 use crate::providers::http::{HttpRequest, stream_http};
 use crate::providers::openai_responses_shared::{
     ResponsesDecoder, TierPricing, convert_messages, convert_tools, string_option,
 };
-use crate::thinking::ThinkingLevel;
 
 const DEFAULT_BASE_URL: &str = "https://chatgpt.com/backend-api";
 const JWT_CLAIM_PATH: &str = "https://api.openai.com/auth";
@@ -246,7 +246,7 @@ fn build_request(
     context: &Context,
     options: &StreamOptions,
 ) -> Result<HttpRequest, Error> {
-    let token = crate::resolve_api_key(model, options)?;
+    let token = crate::llm::resolve_api_key(model, options)?;
     let account = account_id(token.expose())?;
     let body = build_body(model, context, options)?;
     let mut request = HttpRequest::post_json(codex_url(&model.base_url), body)
@@ -267,7 +267,7 @@ fn build_request(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::UserMessage;
+    use crate::llm::message::UserMessage;
 
     /// A token whose claims carry `account` (standard base64, as pi's `atob` reads).
     fn token(account: &str) -> String {

@@ -50,10 +50,10 @@ mod request;
 
 pub use compat::{CacheControlFormat, MaxTokensField, OpenAiCompletionsCompat, ThinkingFormat};
 
-use crate::event_stream::AssistantMessageEventStream;
-use crate::message::Context;
-use crate::model::{Model, api};
-use crate::options::StreamOptions;
+use crate::llm::event_stream::AssistantMessageEventStream;
+use crate::llm::message::Context;
+use crate::llm::model::{Model, api};
+use crate::llm::options::StreamOptions;
 use crate::providers::ApiProvider;
 use crate::providers::http::stream_http;
 
@@ -97,6 +97,6 @@ impl ApiProvider for OpenAiCompletionsProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        crate::env_keys::stream_simple_with_own_key(self, model, context, options)
+        crate::llm::env_keys::stream_simple_with_own_key(self, model, context, options)
     }
 }

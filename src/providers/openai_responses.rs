@@ -68,11 +68,11 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::Error;
-use crate::event_stream::AssistantMessageEventStream;
-use crate::message::Context;
-use crate::model::{Model, api};
-use crate::options::{ApiKey, CacheRetention, StreamOptions};
+use crate::llm::error::Error;
+use crate::llm::event_stream::AssistantMessageEventStream;
+use crate::llm::message::Context;
+use crate::llm::model::{Model, api};
+use crate::llm::options::{ApiKey, CacheRetention, StreamOptions};
 use crate::providers::ApiProvider;
 use crate::providers::http::copilot::copilot_headers;
 use crate::providers::http::{HttpRequest, cloudflare, stream_http};
@@ -131,7 +131,7 @@ impl ApiProvider for OpenAIResponsesProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        crate::env_keys::stream_simple_with_own_key(self, model, context, options)
+        crate::llm::env_keys::stream_simple_with_own_key(self, model, context, options)
     }
 }
 
@@ -157,9 +157,9 @@ fn compat_flag(model: &Model, key: &str) -> bool {
 /// else `OPENAI_API_KEY` but only for OpenAI's own endpoint (pi's `stream` sends it to any
 /// server: a listed deviation). [`stream_simple`](crate::stream_simple) never falls back.
 fn api_key(model: &Model, options: &StreamOptions) -> Result<Option<ApiKey>, Error> {
-    crate::env_keys::request_key(model, options).or_else(|error| {
+    crate::llm::env_keys::request_key(model, options).or_else(|error| {
         let openai = !cloudflare::is_cloudflare_provider(&model.provider)
-            && crate::env_keys::is_vendor_endpoint(&model.base_url, |h| h == "api.openai.com");
+            && crate::llm::env_keys::is_vendor_endpoint(&model.base_url, |h| h == "api.openai.com");
         std::env::var("OPENAI_API_KEY")
             .ok()
             .filter(|k| !k.is_empty() && openai)
@@ -249,8 +249,8 @@ fn build_request(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::UserMessage;
-    use crate::model::InputModality;
+    use crate::llm::message::UserMessage;
+    use crate::llm::model::InputModality;
     use serde_json::json;
 
     fn model() -> Model {

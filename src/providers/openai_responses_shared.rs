@@ -11,20 +11,20 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::error::{Error, ErrorKind};
-use crate::event::AssistantMessageEvent as E;
-use crate::json::js;
-use crate::json::parse_streaming_json;
-use crate::message::{
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event::AssistantMessageEvent as E;
+use crate::llm::json::js;
+use crate::llm::json::parse_streaming_json;
+use crate::llm::message::{
     AssistantContent, AssistantMessage, Content, Context, Message, StopReason, Tool, ToolCall,
     Usage, UserContent,
 };
-use crate::model::Model;
+use crate::llm::model::Model;
+use crate::llm::thinking::ThinkingLevel;
 use crate::providers::http::{Decoder, Emit, stream_event_error};
 use crate::providers::json_scan::{Cursor, Seen};
 use crate::providers::sse::SseEvent;
 use crate::providers::transform::{skip_unknown_block, skip_unknown_blocks, transform_messages};
-use crate::thinking::ThinkingLevel;
 
 // ------------------------------------------------------------------------------------------
 // Options
@@ -1613,7 +1613,7 @@ impl Decoder for ResponsesDecoder {
         message.stop_reason = self.stop_reason.clone();
         let mut usage = self.usage.clone();
         if self.completed {
-            crate::calculate_cost(&self.prices, &mut usage);
+            crate::llm::calculate_cost(&self.prices, &mut usage);
             let reported = self.response_tier.as_deref();
             let tier = match &self.pricing {
                 TierPricing::None => None,
@@ -1702,8 +1702,8 @@ fn clip(text: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{TextContent, ThinkingContent, ToolResultMessage, UserMessage};
-    use crate::model::{InputModality, ModelCost};
+    use crate::llm::message::{TextContent, ThinkingContent, ToolResultMessage, UserMessage};
+    use crate::llm::model::{InputModality, ModelCost};
 
     #[test]
     fn fast_delta_agrees_with_serde() {
@@ -1754,7 +1754,7 @@ mod tests {
 
     #[test]
     fn fast_and_full_paths_decode_the_same_stream() {
-        use crate::event::PartialMessage;
+        use crate::llm::event::PartialMessage;
         use std::collections::VecDeque;
 
         // One stream as OpenAI writes it (deltas take the fast path).
@@ -1845,7 +1845,7 @@ mod tests {
     /// Decodes `lines` (one `data:` payload each); with `large`, every event is handed over
     /// as a long one (as the driver does for events of at least `LARGE_EVENT` bytes).
     fn decode_responses(lines: &[String], large: bool) -> (Vec<Value>, Value) {
-        use crate::event::PartialMessage;
+        use crate::llm::event::PartialMessage;
         use std::collections::VecDeque;
 
         let model = responses_model("openai", "gpt-5");
@@ -1933,7 +1933,7 @@ mod tests {
         // pair is found, then left to serde).
         let mut decoder =
             ResponsesDecoder::new(&responses_model("openai", "gpt-5"), TierPricing::None);
-        let state = crate::event::PartialMessage::new(AssistantMessage::new("a", "p", "m"));
+        let state = crate::llm::event::PartialMessage::new(AssistantMessage::new("a", "p", "m"));
         for line in start {
             let mut queue = std::collections::VecDeque::new();
             decoder
@@ -1988,7 +1988,7 @@ mod tests {
         let model =
             Model::new("gpt-5", "", "", "").with_cost(ModelCost::new(1.25, 10.0, 0.125, 0.0));
         let mut usage = Usage::new(1000, 2000, 3000, 0);
-        crate::calculate_cost(&model, &mut usage);
+        crate::llm::calculate_cost(&model, &mut usage);
         let base = usage.cost;
         apply_service_tier_pricing(&mut usage, "gpt-5", Some("flex"));
         assert_eq!(usage.cost.input, base.input * 0.5);

@@ -42,12 +42,12 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 #[cfg(test)]
-use crate::message::Extra;
-use crate::message::{
+use crate::llm::message::Extra;
+use crate::llm::message::{
     AssistantContent, AssistantMessage, Content, Message, TextContent, ToolResultMessage,
     UserContent,
 };
-use crate::model::Model;
+use crate::llm::model::Model;
 
 /// Placeholder for a user image sent to a model without image input.
 pub const USER_IMAGE_PLACEHOLDER: &str = "(image omitted: model does not support images)";
@@ -262,8 +262,8 @@ fn replace_images(blocks: &[Content], placeholder: &str) -> Vec<Content> {
 #[allow(dead_code)]
 pub(crate) fn contexts_with_and_without_unknown_blocks(
     model: &Model,
-) -> (crate::message::Context, crate::message::Context) {
-    use crate::message::{Context, StopReason, ToolCall, UserMessage};
+) -> (crate::llm::message::Context, crate::llm::message::Context) {
+    use crate::llm::message::{Context, StopReason, ToolCall, UserMessage};
     let unknown = |n: u32| -> Extra {
         serde_json::json!({"type": "futureBlock", "n": n, "payload": {"x": [1, 2]}})
             .as_object()
@@ -363,8 +363,8 @@ pub(crate) fn contexts_with_and_without_unknown_blocks(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{StopReason, ThinkingContent, ToolCall, UserMessage};
-    use crate::model::InputModality;
+    use crate::llm::message::{StopReason, ThinkingContent, ToolCall, UserMessage};
+    use crate::llm::model::InputModality;
     use serde_json::json;
 
     fn target() -> Model {

@@ -17,7 +17,7 @@ use super::scan::LStr;
 use super::time::iso_to_millis;
 use crate::ThinkingLevel;
 use crate::agent::AgentMessage;
-use crate::message::Message;
+use crate::llm::message::Message;
 
 /// The conversation as seen from the leaf (pi's `SessionContext`).
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -13,9 +13,9 @@ use serde_json::Value;
 use super::scan::from_value_unbounded;
 
 use crate::ThinkingLevel;
-use crate::UserContent;
 use crate::agent::AgentMessage;
-use crate::message::Extra;
+use crate::llm::UserContent;
+use crate::llm::message::Extra;
 
 /// The session format version this crate writes.
 pub const CURRENT_SESSION_VERSION: u64 = 3;

@@ -21,9 +21,9 @@ use super::store::{FileStore, FsyncPolicy, Store, SyncHook, SyncSettings};
 use super::time::{file_timestamp, iso_to_millis, now_iso};
 use super::tree::SessionTree;
 use crate::ThinkingLevel;
-use crate::UserContent;
 use crate::agent::AgentMessage;
-use crate::message::Extra;
+use crate::llm::UserContent;
+use crate::llm::message::Extra;
 
 /// The environment variable pi reads for its agent directory (default `~/.pi/agent`).
 pub const ENV_AGENT_DIR: &str = "PI_CODING_AGENT_DIR";

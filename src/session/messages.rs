@@ -15,7 +15,7 @@
 //! ```
 //! use pi_engine::agent::AgentMessage;
 //! use pi_engine::session::{convert_to_llm, BashExecutionMessage};
-//! use pi_engine::{Message, UserContent};
+//! use pi_engine::llm::{Message, UserContent};
 //!
 //! let bash = BashExecutionMessage::new("ls", "a.txt", Some(0));
 //! let history = vec![AgentMessage::custom(&bash).unwrap()];
@@ -27,7 +27,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{AgentMessage, CustomMessage, CustomMessageType};
-use crate::message::{Content, Extra, Message, UserContent, UserMessage, now_millis};
+use crate::llm::message::{Content, Extra, Message, UserContent, UserMessage, now_millis};
 
 /// Opens the text a compaction summary is sent as.
 pub const COMPACTION_SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";

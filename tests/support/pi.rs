@@ -1,7 +1,7 @@
 //! pi's recorded sessions and requests (`tests/fixtures/pi/`, from the shared conformance
 //! material), as the request-encoding tests read them.
 
-use pi_engine::{Message, Model, ModelRegistry};
+use pi_engine::llm::{Message, Model, ModelRegistry};
 use serde_json::Value;
 
 /// The JSON objects of a JSONL file.

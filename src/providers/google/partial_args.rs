@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::json::js;
+use crate::llm::json::js;
 
 /// One `partialArgs` entry.
 #[derive(Debug, Deserialize)]

@@ -8,10 +8,12 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::error::{Error, ErrorKind};
-use crate::message::{AssistantContent, AssistantMessage, Content, Context, Message, UserContent};
-use crate::model::Model;
-use crate::options::StreamOptions;
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::message::{
+    AssistantContent, AssistantMessage, Content, Context, Message, UserContent,
+};
+use crate::llm::model::Model;
+use crate::llm::options::StreamOptions;
 use crate::providers::transform::{skip_unknown_block, skip_unknown_blocks, transform_messages};
 
 /// Which of pi's two Google providers a request is for (they differ in details).
@@ -437,9 +439,11 @@ fn is_function_response_turn(content: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::StopReason;
-    use crate::message::{TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage};
-    use crate::model::{InputModality, api};
+    use crate::llm::message::StopReason;
+    use crate::llm::message::{
+        TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
+    };
+    use crate::llm::model::{InputModality, api};
 
     fn gemini(id: &str) -> Model {
         Model::new(id, api::GOOGLE_GENERATIVE_AI, "google", "")
@@ -482,7 +486,7 @@ mod tests {
         let ctx = Context::new()
             .with_system_prompt("Be brief.")
             .with_message(UserMessage::text("hi"))
-            .with_tools(vec![crate::message::Tool::new(
+            .with_tools(vec![crate::llm::message::Tool::new(
                 "read",
                 "Read a file",
                 json!({"type": "object", "$schema": "x", "properties": {"a": {"anyOf": [{"type": "string"}, {"const": 1}]}}}),

@@ -15,11 +15,11 @@ use serde_json::{Map, Value};
 
 use super::fast_chunk::{TextChunk, text_chunk};
 use super::partial_args::{PartialArgs, WireArg};
-use crate::error::{Error, ErrorKind};
-use crate::event::AssistantMessageEvent as E;
-use crate::json::js;
-use crate::message::{AssistantContent, AssistantMessage, StopReason, ToolCall, Usage};
-use crate::model::{Model, ModelCost};
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event::AssistantMessageEvent as E;
+use crate::llm::json::js;
+use crate::llm::message::{AssistantContent, AssistantMessage, StopReason, ToolCall, Usage};
+use crate::llm::model::{Model, ModelCost};
 use crate::providers::http::{Decoder, Emit, stream_event_error};
 use crate::providers::sse::SseEvent;
 
@@ -33,7 +33,7 @@ fn synthesize_id(name: Option<&str>) -> String {
     format!(
         "{}_{}_{n}",
         name.unwrap_or("undefined"),
-        crate::message::now_millis()
+        crate::llm::message::now_millis()
     )
 }
 
@@ -647,7 +647,7 @@ impl Decoder for GoogleDecoder {
         message.stop_reason = self.stop_reason.clone();
         let mut usage = self.usage.clone();
         let prices = Model::new("", "", "", "").with_cost(self.cost);
-        crate::calculate_cost(&prices, &mut usage);
+        crate::llm::calculate_cost(&prices, &mut usage);
         message.usage = usage;
     }
 }

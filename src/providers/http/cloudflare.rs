@@ -1,8 +1,8 @@
 //! Cloudflare's two providers (Workers AI and AI Gateway): base URLs with `{VAR}`
 //! placeholders filled from the environment, as pi's `resolveCloudflareBaseUrl` does.
 
-use crate::error::{Error, ErrorKind};
-use crate::model::Model;
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::model::Model;
 
 /// True for `cloudflare-workers-ai` and `cloudflare-ai-gateway`.
 pub(crate) fn is_cloudflare_provider(provider: &str) -> bool {

@@ -1,7 +1,7 @@
 //! GitHub Copilot's per-request headers (pi's `buildCopilotDynamicHeaders`), sent by every
 //! provider when `model.provider` is `github-copilot`.
 
-use crate::message::{Content, Message, UserContent};
+use crate::llm::message::{Content, Message, UserContent};
 
 /// `X-Initiator` (`agent` when the last message is not the user's), `Openai-Intent`, and
 /// `Copilot-Vision-Request` when a user message or tool result holds an image.
@@ -33,7 +33,7 @@ fn has_vision_input(messages: &[Message]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{AssistantMessage, ToolResultMessage, UserMessage};
+    use crate::llm::message::{AssistantMessage, ToolResultMessage, UserMessage};
 
     #[test]
     fn initiator_and_vision() {

@@ -24,15 +24,15 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::transport::{HttpRequest, Opened, idle_timeout_error};
-use crate::error::{Error, ErrorKind};
-use crate::event::{AssistantMessageEvent, PartialMessage};
-use crate::event_stream::{AssistantMessageEventStream, EventStream};
-use crate::message::AssistantContent;
-use crate::message::{AssistantMessage, StopReason};
-use crate::model::Model;
-use crate::options::StreamOptions;
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event::{AssistantMessageEvent, PartialMessage};
+use crate::llm::event_stream::{AssistantMessageEventStream, EventStream};
+use crate::llm::message::AssistantContent;
+use crate::llm::message::{AssistantMessage, StopReason};
+use crate::llm::model::Model;
+use crate::llm::options::StreamOptions;
+use crate::llm::redact::Secrets;
 use crate::providers::sse::{SseDecoder, SseEvent};
-use crate::redact::Secrets;
 
 /// The wire-format half of a provider: turns the SSE events of one response into
 /// [`AssistantMessageEvent`]s. Everything else (HTTP, retries, timeouts, cancellation, the

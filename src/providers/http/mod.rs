@@ -6,7 +6,7 @@
 //! reference to copy from.
 //!
 //! 1. **Encode**: a function `(model, context, options) -> Result<HttpRequest, Error>` that
-//!    resolves the key with [`resolve_api_key`](crate::resolve_api_key), runs
+//!    resolves the key with [`resolve_api_key`](crate::llm::resolve_api_key), runs
 //!    [`transform_messages`](super::transform::transform_messages) with the provider's
 //!    tool-call id rule, builds the JSON body exactly as pi does (compare with the recorded
 //!    bodies in `../shared/conformance/pi/`), and returns
@@ -25,7 +25,7 @@
 //!      arguments once at the end from [`Emit::tool_arguments_text`];
 //!    * keep usage, stop reason, response id and signatures in the decoder and write them in
 //!      [`Decoder::finish`], which the driver calls for the final `done` or `error` message
-//!      (costs with [`calculate_cost`](crate::calculate_cost), pi's exact arithmetic);
+//!      (costs with [`calculate_cost`](crate::llm::calculate_cost), pi's exact arithmetic);
 //!    * report a stream cut before its final event from [`Decoder::on_end`], and an `error`
 //!      event of the wire format by returning `Err` from [`Decoder::on_event`].
 //!

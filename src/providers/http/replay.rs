@@ -7,9 +7,9 @@
 //! timeout, cancellation, scrubbing keys from errors) is not here.
 
 use super::driver::{Decoder, Decoding};
-use crate::event::{AssistantMessageEvent, PartialMessage};
-use crate::message::AssistantMessage;
-use crate::model::{Model, ModelCost};
+use crate::llm::event::{AssistantMessageEvent, PartialMessage};
+use crate::llm::message::AssistantMessage;
+use crate::llm::model::{Model, ModelCost};
 
 /// A built-in wire format whose decoder [`replay_wire`] runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use std::time::{Duration, SystemTime};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::error::{Error, ErrorKind, is_overflow_message};
-use crate::redact::scrub;
+use crate::llm::error::{Error, ErrorKind, is_overflow_message};
+use crate::llm::redact::scrub;
 
 /// Longest provider text kept in an error message, in bytes: the provider's whole text (a
 /// validation error may list many problems), bounded only against a server that sends

@@ -9,10 +9,10 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use super::status::{not_a_stream_error, status_error};
-use crate::error::{Error, ErrorKind};
-use crate::model::Model;
-use crate::options::{RetryPolicy, StreamOptions};
-use crate::redact::{self, Secrets};
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::model::Model;
+use crate::llm::options::{RetryPolicy, StreamOptions};
+use crate::llm::redact::{self, Secrets};
 
 /// Most of an error body that is read (the rest is dropped).
 const MAX_ERROR_BODY: usize = 64 * 1024;

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::model::Model;
+use crate::llm::model::Model;
 
 /// The request field that carries the output token limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

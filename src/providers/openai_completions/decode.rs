@@ -11,11 +11,11 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::error::{Error, ErrorKind};
-use crate::event::AssistantMessageEvent as E;
-use crate::json::{js, parse_streaming_json};
-use crate::message::{AssistantContent, AssistantMessage, StopReason, ToolCall, Usage};
-use crate::model::{Model, ModelCost};
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::event::AssistantMessageEvent as E;
+use crate::llm::json::{js, parse_streaming_json};
+use crate::llm::message::{AssistantContent, AssistantMessage, StopReason, ToolCall, Usage};
+use crate::llm::model::{Model, ModelCost};
 use crate::providers::http::{Decoder, Emit, repair_json, stream_event_error};
 use crate::providers::json_scan::{Cursor, Seen};
 use crate::providers::sse::SseEvent;
@@ -855,7 +855,7 @@ impl Decoder for CompletionsDecoder {
         message.stop_reason = self.stop_reason.clone();
         let mut usage = self.usage.clone();
         let prices = Model::new("", "", "", "").with_cost(self.cost);
-        crate::calculate_cost(&prices, &mut usage);
+        crate::llm::calculate_cost(&prices, &mut usage);
         usage.recompute_total();
         message.usage = usage;
     }
@@ -997,7 +997,7 @@ mod tests {
     use std::collections::VecDeque;
 
     use super::*;
-    use crate::event::PartialMessage;
+    use crate::llm::event::PartialMessage;
     use crate::providers::sse::SseDecoder;
 
     #[test]

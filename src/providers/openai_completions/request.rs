@@ -3,18 +3,18 @@
 use serde_json::{Map, Value, json};
 
 use super::compat::{CacheControlFormat, OpenAiCompletionsCompat, ThinkingFormat, truthy};
-use crate::error::{Error, ErrorKind};
-use crate::json::js;
-use crate::message::{
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::json::js;
+use crate::llm::message::{
     AssistantContent, AssistantMessage, Content, Context, Message, Tool, UserContent,
 };
-use crate::model::Model;
-use crate::options::{ApiKey, CacheRetention, StreamOptions};
+use crate::llm::model::Model;
+use crate::llm::options::{ApiKey, CacheRetention, StreamOptions};
+use crate::llm::thinking::ThinkingLevel;
 use crate::providers::http::HttpRequest;
 use crate::providers::http::cloudflare;
 use crate::providers::http::copilot::copilot_headers;
 use crate::providers::transform::{skip_unknown_block, skip_unknown_blocks, transform_messages};
-use crate::thinking::ThinkingLevel;
 
 /// The OpenAI SDK's base URL, for a model without one.
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -30,7 +30,7 @@ const SEE_ATTACHED_IMAGE: &str = "(see attached image)";
 struct ProviderOptions<'a> {
     /// `reasoningEffort`: the thinking level, as [`to_provider_options`] fills it.
     ///
-    /// [`to_provider_options`]: crate::to_provider_options
+    /// [`to_provider_options`]: crate::llm::to_provider_options
     reasoning_effort: Option<&'a str>,
     /// `toolChoice`: sent as `tool_choice` as given.
     tool_choice: Option<&'a Value>,
@@ -72,7 +72,7 @@ fn resolve_cache_retention(options: &StreamOptions) -> CacheRetention {
 /// pi's `stream` sends it to whatever server the model names (a listed deviation).
 /// [`stream_simple`](crate::stream_simple) never falls back (pi's `streamSimple` refuses).
 fn resolve_key(model: &Model, options: &StreamOptions) -> Result<Option<ApiKey>, Error> {
-    crate::env_keys::request_key(model, options).or_else(|error| {
+    crate::llm::env_keys::request_key(model, options).or_else(|error| {
         let env = std::env::var("OPENAI_API_KEY")
             .ok()
             .filter(|k| !k.is_empty());
@@ -90,7 +90,9 @@ fn resolve_key(model: &Model, options: &StreamOptions) -> Result<Option<ApiKey>,
 /// True when `model` is served by OpenAI's API (`api.openai.com`, or no base URL).
 pub(crate) fn is_openai_endpoint(model: &Model) -> bool {
     !cloudflare::is_cloudflare_provider(&model.provider)
-        && crate::env_keys::is_vendor_endpoint(&model.base_url, |host| host == "api.openai.com")
+        && crate::llm::env_keys::is_vendor_endpoint(&model.base_url, |host| {
+            host == "api.openai.com"
+        })
 }
 
 /// The request for one call.
@@ -656,8 +658,10 @@ fn mark_text(message: &mut Value, cache: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{StopReason, ThinkingContent, ToolCall, ToolResultMessage, UserMessage};
-    use crate::model::{InputModality, api};
+    use crate::llm::message::{
+        StopReason, ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
+    };
+    use crate::llm::model::{InputModality, api};
     use std::collections::BTreeMap;
 
     fn model(provider: &str, url: &str) -> Model {

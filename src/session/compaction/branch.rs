@@ -11,8 +11,8 @@ use super::prompts::{BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT};
 use super::serialize::serialize_conversation;
 use super::summarize::{Summarizer, reply_text};
 use crate::agent::AgentMessage;
-use crate::error::{Error, ErrorKind};
-use crate::message::StopReason;
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::message::StopReason;
 use crate::session::{Result, SessionEntry, SessionManager, convert_to_llm};
 
 /// The entries between the old leaf and the point the conversation moves to.

@@ -9,7 +9,9 @@ use std::borrow::Borrow;
 use serde_json::Value;
 
 use crate::agent::AgentMessage;
-use crate::message::{AssistantContent, AssistantMessage, Content, StopReason, Usage, UserContent};
+use crate::llm::message::{
+    AssistantContent, AssistantMessage, Content, StopReason, Usage, UserContent,
+};
 
 /// What an image counts for, in characters (about 1200 tokens).
 pub const IMAGE_CHARS: u64 = 4800;
@@ -116,7 +118,8 @@ pub fn estimate_tokens(message: &AgentMessage) -> u64 {
                     AssistantContent::Text(t) => js_len(&t.text),
                     AssistantContent::Thinking(t) => js_len(&t.thinking),
                     AssistantContent::ToolCall(call) => {
-                        js_len(&call.name) + crate::json::js::stringified_map_len(&call.arguments)
+                        js_len(&call.name)
+                            + crate::llm::json::js::stringified_map_len(&call.arguments)
                     }
                     AssistantContent::Unknown(_) => 0,
                 })
@@ -226,15 +229,15 @@ mod tests {
             ..Usage::default()
         };
         assert_eq!(calculate_context_tokens(&usage), u64::MAX);
-        let reply: AgentMessage = crate::message::AssistantMessage::new("a", "p", "m")
+        let reply: AgentMessage = crate::llm::message::AssistantMessage::new("a", "p", "m")
             .with_usage(usage)
             .into();
-        let trailing: AgentMessage = crate::message::UserMessage::text("x".repeat(400)).into();
+        let trailing: AgentMessage = crate::llm::message::UserMessage::text("x".repeat(400)).into();
         let e = estimate_context_tokens(&[reply, trailing]);
         assert_eq!(e.tokens, u64::MAX);
         assert!(should_compact(e.tokens, 1000, 100));
     }
-    use crate::message::{ImageContent, ToolResultMessage, UserMessage};
+    use crate::llm::message::{ImageContent, ToolResultMessage, UserMessage};
     use crate::session::{BashExecutionMessage, CompactionSummaryMessage, ExtensionMessage};
     use serde_json::json;
 

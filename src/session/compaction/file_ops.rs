@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::AgentMessage;
-use crate::message::AssistantContent;
+use crate::llm::message::AssistantContent;
 
 /// Paths seen in `read`, `write` and `edit` tool calls (pi's `FileOperations`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 //! `<conversation>` tags so the model reads it instead of continuing it.
 
 use super::estimate::js_len;
-use crate::json::js;
-use crate::message::{AssistantContent, Content, Message, UserContent};
+use crate::llm::json::js;
+use crate::llm::message::{AssistantContent, Content, Message, UserContent};
 
 /// Longest tool result kept in a serialized conversation, in characters.
 pub const TOOL_RESULT_MAX_CHARS: usize = 2000;

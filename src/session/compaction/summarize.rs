@@ -16,12 +16,12 @@ use super::prompts::{
 };
 use super::serialize::serialize_conversation;
 use crate::agent::{AgentMessage, StreamFn};
-use crate::error::{Error, ErrorKind};
-use crate::message::{AssistantMessage, Content, Context, StopReason, UserMessage};
-use crate::model::Model;
-use crate::options::StreamOptions;
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::message::{AssistantMessage, Content, Context, StopReason, UserMessage};
+use crate::llm::model::Model;
+use crate::llm::options::StreamOptions;
+use crate::llm::thinking::ThinkingLevel;
 use crate::session::convert_to_llm;
-use crate::thinking::ThinkingLevel;
 
 /// How summaries are requested: the model, the function that streams its replies, the
 /// options of each request (API key, headers, cancellation, retries) and the reasoning level
@@ -73,7 +73,7 @@ impl Summarizer {
     /// Streams replies with `f` instead of the global registry.
     pub fn with_stream_fn(
         self,
-        f: impl Fn(&Model, &Context, &StreamOptions) -> crate::AssistantMessageEventStream
+        f: impl Fn(&Model, &Context, &StreamOptions) -> crate::llm::AssistantMessageEventStream
         + Send
         + Sync
         + 'static,

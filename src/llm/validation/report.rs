@@ -23,7 +23,7 @@ use jsonschema::{ValidationError, Validator};
 use serde_json::Value;
 
 use super::Violation;
-use crate::json::js::number_to_string;
+use crate::llm::json::js::number_to_string;
 
 /// Sorts after every other entry of the same prefix (an object's own message after its
 /// properties' errors).

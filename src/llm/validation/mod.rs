@@ -30,7 +30,7 @@
 //! ```
 //!
 //! ```
-//! use pi_engine::{Tool, ToolCall, validate_tool_call};
+//! use pi_engine::llm::{Tool, ToolCall, validate_tool_call};
 //! use serde_json::json;
 //!
 //! let add = Tool::new("add", "Add two integers", json!({
@@ -65,7 +65,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
-use crate::message::{Tool, ToolCall};
+use crate::llm::message::{Tool, ToolCall};
 
 /// How many violations the error text lists (TypeBox stops collecting at eight).
 const LISTED: usize = 8;
@@ -95,7 +95,7 @@ pub fn validate_tool_call(
 /// coerced arguments are returned when they are valid. `call` is not changed.
 ///
 /// ```
-/// use pi_engine::{Tool, ToolCall, ToolCallErrorKind, validate_tool_arguments};
+/// use pi_engine::llm::{Tool, ToolCall, ToolCallErrorKind, validate_tool_arguments};
 /// use serde_json::json;
 ///
 /// let tool = Tool::new("read", "Read a file", json!({
@@ -125,7 +125,7 @@ pub fn validate_tool_arguments(
 /// tool for the length of a run). It validates exactly as [`validate_tool_arguments`] does.
 ///
 /// ```
-/// use pi_engine::{Tool, ToolCall, ToolValidator};
+/// use pi_engine::llm::{Tool, ToolCall, ToolValidator};
 /// use serde_json::json;
 ///
 /// let add = Tool::new("add", "Add two integers", json!({
@@ -225,7 +225,7 @@ fn check(
         text.push_str(&v.to_string());
     }
     text.push_str("\n\nReceived arguments:\n");
-    text.push_str(&crate::json::js::to_string_pretty(&Value::Object(
+    text.push_str(&crate::llm::json::js::to_string_pretty(&Value::Object(
         call.arguments.clone(),
     )));
     Err(ToolCallError {
@@ -243,7 +243,7 @@ fn check(
 /// [`violations`](Self::violations).
 ///
 /// ```
-/// use pi_engine::{Tool, ToolCall, ToolCallErrorKind, validate_tool_call};
+/// use pi_engine::llm::{Tool, ToolCall, ToolCallErrorKind, validate_tool_call};
 /// use serde_json::json;
 ///
 /// let err = validate_tool_call(&[], &ToolCall::new("c", "ls", json!({}))).unwrap_err();
@@ -281,7 +281,7 @@ impl ToolCallError {
 /// The kinds of [`ToolCallError`].
 ///
 /// ```
-/// use pi_engine::{Tool, ToolCall, ToolCallErrorKind, validate_tool_call};
+/// use pi_engine::llm::{Tool, ToolCall, ToolCallErrorKind, validate_tool_call};
 /// use serde_json::json;
 ///
 /// let tools = [Tool::new("ls", "List files", json!({"type": "object"}))];
@@ -305,7 +305,7 @@ pub enum ToolCallErrorKind {
 /// argument's location with dots (`edits.0.path`), or `root` for the arguments as a whole.
 ///
 /// ```
-/// use pi_engine::{Tool, ToolCall, validate_tool_arguments};
+/// use pi_engine::llm::{Tool, ToolCall, validate_tool_arguments};
 /// use serde_json::json;
 ///
 /// let tool = Tool::new("t", "", json!({"type": "object", "properties": {

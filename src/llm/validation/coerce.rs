@@ -155,9 +155,9 @@ fn convert(value: &Value, t: &str) -> Option<Value> {
             _ => None,
         },
         ("string", Value::Null) => Some(Value::String(String::new())),
-        ("string", Value::Number(n)) => Some(Value::String(crate::json::js::number_to_string(
-            n.as_f64().unwrap_or(0.0),
-        ))),
+        ("string", Value::Number(n)) => Some(Value::String(
+            crate::llm::json::js::number_to_string(n.as_f64().unwrap_or(0.0)),
+        )),
         ("string", Value::Bool(b)) => Some(Value::String(b.to_string())),
         ("null", Value::String(s)) if s.is_empty() => Some(Value::Null),
         ("null", Value::Number(n)) if n.as_f64() == Some(0.0) => Some(Value::Null),

@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 mod de;
 use serde_json::{Map, Value};
 
-use crate::error::Error;
+use crate::llm::error::Error;
 
 /// Fields of a wire object that this crate does not model, kept so that they are written back.
 pub type Extra = Map<String, Value>;
@@ -471,19 +471,19 @@ impl Serialize for StopReason {
 #[non_exhaustive]
 pub struct Cost {
     /// Input tokens.
-    #[serde(serialize_with = "crate::json::js_f64")]
+    #[serde(serialize_with = "crate::llm::json::js_f64")]
     pub input: f64,
     /// Output tokens.
-    #[serde(serialize_with = "crate::json::js_f64")]
+    #[serde(serialize_with = "crate::llm::json::js_f64")]
     pub output: f64,
     /// Cache reads.
-    #[serde(serialize_with = "crate::json::js_f64")]
+    #[serde(serialize_with = "crate::llm::json::js_f64")]
     pub cache_read: f64,
     /// Cache writes.
-    #[serde(serialize_with = "crate::json::js_f64")]
+    #[serde(serialize_with = "crate::llm::json::js_f64")]
     pub cache_write: f64,
     /// The sum.
-    #[serde(serialize_with = "crate::json::js_f64")]
+    #[serde(serialize_with = "crate::llm::json::js_f64")]
     pub total: f64,
 }
 

@@ -10,8 +10,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::message::Extra;
-use crate::thinking::ThinkingLevel;
+use crate::llm::message::Extra;
+use crate::llm::thinking::ThinkingLevel;
 
 /// Well-known api identifiers (the `api` field of a [`Model`]). Any other string names a
 /// custom api registered in an [`ApiRegistry`](crate::ApiRegistry).
@@ -56,19 +56,19 @@ pub enum InputModality {
 pub struct ModelCost {
     /// Input tokens.
     #[serde(default)]
-    #[serde(serialize_with = "crate::json::js_f64")]
+    #[serde(serialize_with = "crate::llm::json::js_f64")]
     pub input: f64,
     /// Output tokens.
     #[serde(default)]
-    #[serde(serialize_with = "crate::json::js_f64")]
+    #[serde(serialize_with = "crate::llm::json::js_f64")]
     pub output: f64,
     /// Cache reads.
     #[serde(default)]
-    #[serde(serialize_with = "crate::json::js_f64")]
+    #[serde(serialize_with = "crate::llm::json::js_f64")]
     pub cache_read: f64,
     /// Cache writes.
     #[serde(default)]
-    #[serde(serialize_with = "crate::json::js_f64")]
+    #[serde(serialize_with = "crate::llm::json::js_f64")]
     pub cache_write: f64,
 }
 
@@ -138,7 +138,7 @@ pub struct Model {
     /// no credentials instead of failing with `No API key for provider: <provider>`. Without
     /// it, a model whose provider has no key of its own always gets that error: a key from
     /// the environment is only sent to the provider it is named for
-    /// ([`env_var_names`](crate::env_var_names)). Set with [`with_keyless`](Self::with_keyless);
+    /// ([`env_var_names`](crate::llm::env_var_names)). Set with [`with_keyless`](Self::with_keyless);
     /// a `models.json` provider without `apiKey` whose `baseUrl` is on loopback (127.0.0.0/8,
     /// `::1`, `localhost`) gets it. Not one of pi's fields: read from JSON, never written.
     #[serde(default, skip_serializing)]
@@ -172,12 +172,12 @@ impl fmt::Debug for Model {
                 &self
                     .headers
                     .as_ref()
-                    .map(|h| crate::redact::Headers::new(h, None)),
+                    .map(|h| crate::llm::redact::Headers::new(h, None)),
             )
             .field("keyless", &self.keyless)
             .field("compat", &self.compat)
             .field("thinking_level_map", &self.thinking_level_map)
-            .field("extra", &crate::redact::Members(&self.extra))
+            .field("extra", &crate::llm::redact::Members(&self.extra))
             .finish()
     }
 }

@@ -8,14 +8,14 @@
 //! Unlike pi, events do not carry a `partial` snapshot of the whole message: copying the
 //! message into every event makes a streamed reply quadratic. The stream keeps the partial
 //! message instead, available from
-//! [`AssistantMessageEventStream::partial`](crate::AssistantMessageEventStream::partial)
+//! [`AssistantMessageEventStream::partial`](crate::llm::AssistantMessageEventStream::partial)
 //! between events. Serialized, an event is exactly pi's JSON without `partial`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::json::PartialJsonParser;
-use crate::message::{
+use crate::llm::json::PartialJsonParser;
+use crate::llm::message::{
     AssistantContent, AssistantMessage, StopReason, TextContent, ThinkingContent, ToolCall,
     identical_tool_calls,
 };
@@ -201,7 +201,7 @@ mod tagged {
 
     pub(super) mod tool_call {
         use super::*;
-        use crate::message::ToolCall;
+        use crate::llm::message::ToolCall;
 
         #[derive(Serialize)]
         #[serde(tag = "type")]
@@ -221,7 +221,7 @@ mod tagged {
 
     pub(super) mod assistant {
         use super::*;
-        use crate::message::AssistantMessage;
+        use crate::llm::message::AssistantMessage;
 
         #[derive(Serialize)]
         #[serde(tag = "role")]
@@ -257,7 +257,7 @@ mod tagged {
 /// replaces the partial one.
 ///
 /// ```
-/// use pi_engine::{AssistantMessage, AssistantMessageEvent as E, PartialMessage};
+/// use pi_engine::llm::{AssistantMessage, AssistantMessageEvent as E, PartialMessage};
 ///
 /// let mut p = PartialMessage::new(AssistantMessage::new("faux", "faux", "faux-1"));
 /// p.apply(&E::Start);
@@ -521,7 +521,7 @@ mod tests {
         assert_eq!(t.text.as_ptr(), before, "the equal block was not copied");
         // Signatures added at the end (Responses, Anthropic) do not copy the text either.
         let mut signed = done.clone();
-        let mut thinking = crate::message::ThinkingContent::new("plan");
+        let mut thinking = crate::llm::message::ThinkingContent::new("plan");
         thinking.thinking_signature = Some("sig".into());
         thinking.redacted = Some(true);
         signed.content.push(AssistantContent::Thinking(thinking));

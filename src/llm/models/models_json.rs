@@ -20,8 +20,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::model::InputModality;
-use crate::thinking::ThinkingLevel;
+use crate::llm::model::InputModality;
+use crate::llm::thinking::ThinkingLevel;
 
 /// Why a `models.json` could not be used. The registry it was loaded into keeps only the
 /// built-in models, as pi does.

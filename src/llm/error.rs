@@ -134,10 +134,10 @@ impl Error {
     }
 
     /// The error with `secrets` and tokens of the known key formats removed from its
-    /// message ([`redact::scrub`](crate::redact::scrub)).
+    /// message ([`redact::scrub`](crate::llm::redact::scrub)).
     #[must_use]
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
-    pub(crate) fn scrubbed(mut self, secrets: &crate::redact::Secrets) -> Self {
+    pub(crate) fn scrubbed(mut self, secrets: &crate::llm::redact::Secrets) -> Self {
         if let std::borrow::Cow::Owned(message) = secrets.scrub(&self.inner.message) {
             self.inner_mut().message = message;
         }

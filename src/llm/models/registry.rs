@@ -11,18 +11,18 @@ use serde_json::{Map, Value};
 use super::catalog;
 use super::config_value::resolve_config_value_uncached;
 use super::models_json::{self, ModelOverride, ModelsConfig, ModelsJsonError};
-use crate::env_keys::env_api_key;
-use crate::error::{Error, ErrorKind};
-use crate::message::Extra;
-use crate::model::{InputModality, Model, ModelCost};
-use crate::options::{ApiKey, StreamOptions};
+use crate::llm::env_keys::env_api_key;
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::message::Extra;
+use crate::llm::model::{InputModality, Model, ModelCost};
+use crate::llm::options::{ApiKey, StreamOptions};
 
 /// Where a [`ModelRegistry`] finds stored credentials (pi's `AuthStorage`: `auth.json`,
 /// OAuth tokens, environment variables). A `models.json` `apiKey` is the fallback when the
 /// source has none.
 ///
 /// ```
-/// use pi_engine::ApiKey;
+/// use pi_engine::llm::ApiKey;
 /// use pi_engine::models::CredentialSource;
 ///
 /// /// One key for one provider.
@@ -54,7 +54,7 @@ pub trait CredentialSource: Send + Sync + fmt::Debug {
 }
 
 /// Credentials from environment variables only: pi's table
-/// ([`env_var_names`](crate::env_var_names)), plus Google Vertex ADC and AWS credentials.
+/// ([`env_var_names`](crate::llm::env_var_names)), plus Google Vertex ADC and AWS credentials.
 /// The default [`CredentialSource`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EnvCredentials;
@@ -555,7 +555,7 @@ async fn resolve_headers(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::thinking::ThinkingLevel;
+    use crate::llm::thinking::ThinkingLevel;
     use serde_json::json;
 
     #[test]

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{ThinkingBudgets, ThinkingLevel, adjust_max_tokens_for_thinking, clamp_thinking_level};
-use crate::model::{Model, api};
-use crate::options::StreamOptions;
+use crate::llm::model::{Model, api};
+use crate::llm::options::StreamOptions;
 
 /// The options every pi `streamSimple` starts from (pi's `buildBaseOptions`): the general
 /// options of `options`, with `maxTokens` defaulting to the model's limit capped at 32 000
@@ -13,7 +13,7 @@ use crate::options::StreamOptions;
 /// options are left out, except `transport`, `timeoutMs` and `maxRetries`, which pi keeps.
 ///
 /// ```
-/// use pi_engine::{build_base_options, get_model, StreamOptions, ThinkingLevel};
+/// use pi_engine::llm::{StreamOptions, ThinkingLevel, build_base_options, get_model};
 ///
 /// let model = get_model("anthropic", "claude-opus-4-7").unwrap(); // maxTokens 128000
 /// let base = build_base_options(&model, &StreamOptions::new().with_reasoning(ThinkingLevel::High));
@@ -69,7 +69,7 @@ pub fn build_base_options(model: &Model, options: &StreamOptions) -> StreamOptio
 /// sees the level itself. A level of `off` is the same as none (pi's callers never pass it).
 ///
 /// ```
-/// use pi_engine::{get_model, to_provider_options, StreamOptions, ThinkingLevel};
+/// use pi_engine::llm::{StreamOptions, ThinkingLevel, get_model, to_provider_options};
 ///
 /// let sonnet = get_model("anthropic", "claude-sonnet-4-5").unwrap(); // budget-based
 /// let options = StreamOptions::new().with_reasoning(ThinkingLevel::Medium);
@@ -367,7 +367,7 @@ fn mistral(model: &Model, level: Option<ThinkingLevel>, out: &mut StreamOptions)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::get_model;
+    use crate::llm::models::get_model;
     use serde::Deserialize;
 
     #[derive(Deserialize)]

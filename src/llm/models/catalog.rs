@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::message::Extra;
-use crate::model::{InputModality, Model, ModelCost};
-use crate::thinking::ThinkingLevel;
+use crate::llm::message::Extra;
+use crate::llm::model::{InputModality, Model, ModelCost};
+use crate::llm::thinking::ThinkingLevel;
 
 #[rustfmt::skip]
 #[path = "catalog_data.rs"]

@@ -332,8 +332,8 @@ mod tests {
     /// after (the crate's kinds, pi's overflow patterns, pi's auto-retry rule).
     #[test]
     fn scrubbed_texts_classify_as_before() {
-        use crate::error::{Error, is_overflow_message};
-        use crate::message::AssistantMessage;
+        use crate::llm::error::{Error, is_overflow_message};
+        use crate::llm::message::AssistantMessage;
         let key = "sk-proj-Zq81xk3LmN0pQ7rS2tU";
         let cases = [
             format!("401 invalid_request_error: Incorrect API key provided: {key}. You can find your API key at https://platform.openai.com/account/api-keys."),

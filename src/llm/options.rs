@@ -10,13 +10,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::thinking::{ThinkingBudgets, ThinkingLevel};
+use crate::llm::thinking::{ThinkingBudgets, ThinkingLevel};
 
 /// An API key or token. Its `Debug` and `Display` print `<redacted>`; read it with
 /// [`expose`](Self::expose) only where it is sent.
 ///
 /// ```
-/// use pi_engine::ApiKey;
+/// use pi_engine::llm::ApiKey;
 ///
 /// let key = ApiKey::new("sk-secret");
 /// assert_eq!(format!("{key:?}"), "ApiKey(<redacted>)");
@@ -261,7 +261,7 @@ impl fmt::Debug for StreamOptions {
                 &self
                     .headers
                     .as_ref()
-                    .map(|h| crate::redact::Headers::new(h, key)),
+                    .map(|h| crate::llm::redact::Headers::new(h, key)),
             )
             .field("metadata", &self.metadata)
             .field("max_retry_delay_ms", &self.max_retry_delay_ms)
@@ -269,7 +269,7 @@ impl fmt::Debug for StreamOptions {
             .field("retry", &self.retry)
             .field("idle_timeout", &self.idle_timeout)
             .field("on_payload", &self.on_payload)
-            .field("extra", &crate::redact::Members(&self.extra))
+            .field("extra", &crate::llm::redact::Members(&self.extra))
             .finish()
     }
 }
@@ -423,7 +423,7 @@ mod tests {
     #[tokio::test]
     async fn debug_redacts_credential_headers() {
         use crate::ApiProvider;
-        use crate::models::ModelRegistry;
+        use crate::llm::models::ModelRegistry;
         use crate::providers::faux::FauxProvider;
         let key = "gw-0f3a9c5e7d1b";
         let registry = ModelRegistry::from_models_json(&format!(

@@ -10,7 +10,7 @@
 //! * [`calculate_cost`] fills a reply's [`Cost`] from the model's prices.
 //!
 //! ```
-//! use pi_engine::{get_model, get_models, get_providers};
+//! use pi_engine::llm::{get_model, get_models, get_providers};
 //!
 //! let model = get_model("anthropic", "claude-opus-4-7").unwrap();
 //! assert_eq!(model.api, "anthropic-messages");
@@ -22,7 +22,7 @@
 //!
 //! ## Regenerating the catalog
 //!
-//! The catalog (`src/models/catalog_data.rs`) is generated from pi-ai's npm package by
+//! The catalog (`src/llm/models/catalog_data.rs`) is generated from pi-ai's npm package by
 //! `node scripts/gen-models.mjs` (with the package installed in `.pi-npm/`, or in the
 //! directory named by `PI_NPM`); `--check` tells whether the checked-in file is current.
 //! A unit test compares a checksum of pi's catalog, recorded by the script, with the models
@@ -37,8 +37,8 @@ pub use config_value::{resolve_config_value, resolve_config_value_uncached};
 pub use models_json::ModelsJsonError;
 pub use registry::{CredentialSource, EnvCredentials, ModelRegistry, RequestAuth};
 
-use crate::message::{Cost, Usage};
-use crate::model::Model;
+use crate::llm::message::{Cost, Usage};
+use crate::llm::model::Model;
 
 /// The pi-ai version the built-in catalog comes from.
 pub const CATALOG_PI_VERSION: &str = catalog::PI_AI_VERSION;
@@ -57,9 +57,9 @@ pub fn get_model(provider: &str, id: &str) -> Option<Model> {
 /// The built-in models of `provider`, in pi's order (empty for an unknown provider).
 ///
 /// ```
-/// let models = pi_engine::get_models("anthropic");
+/// let models = pi_engine::llm::get_models("anthropic");
 /// assert!(models.iter().all(|m| m.provider == "anthropic"));
-/// assert!(pi_engine::get_models("nobody").is_empty());
+/// assert!(pi_engine::llm::get_models("nobody").is_empty());
 /// ```
 pub fn get_models(provider: &str) -> Vec<Model> {
     catalog::models(provider)
@@ -68,7 +68,7 @@ pub fn get_models(provider: &str) -> Vec<Model> {
 /// The providers of the built-in catalog, in pi's order.
 ///
 /// ```
-/// let providers = pi_engine::get_providers();
+/// let providers = pi_engine::llm::get_providers();
 /// assert_eq!(providers.len(), 31);
 /// assert_eq!(providers[0], "amazon-bedrock");
 /// ```
@@ -89,7 +89,7 @@ pub fn builtin_models() -> Vec<Model> {
 /// part is `price / 1e6 × tokens` and `total` their sum.
 ///
 /// ```
-/// use pi_engine::{calculate_cost, Model, ModelCost, Usage};
+/// use pi_engine::llm::{Model, ModelCost, Usage, calculate_cost};
 ///
 /// let model = Model::new("m", "openai-completions", "local", "")
 ///     .with_cost(ModelCost::new(3.0, 15.0, 0.3, 3.75));
@@ -115,8 +115,8 @@ pub fn calculate_cost(model: &Model, usage: &mut Usage) -> Cost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::InputModality;
-    use crate::thinking::ThinkingLevel;
+    use crate::llm::model::InputModality;
+    use crate::llm::thinking::ThinkingLevel;
 
     #[test]
     fn spot_checks_against_pi() {

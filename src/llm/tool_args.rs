@@ -3,10 +3,10 @@
 //! Write the arguments once, as a struct deriving [`schemars::JsonSchema`] and
 //! [`serde::Deserialize`]. [`Tool::for_args`] makes the tool definition (doc comments become
 //! the descriptions the model reads), and [`parse_arguments`] turns the arguments of a call,
-//! once [validated](crate::validate_tool_call), into the struct.
+//! once [validated](crate::llm::validate_tool_call), into the struct.
 //!
 //! ```
-//! use pi_engine::{Tool, ToolCall, parse_arguments, validate_tool_call};
+//! use pi_engine::llm::{Tool, ToolCall, parse_arguments, validate_tool_call};
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;
 //! use serde_json::json;
@@ -37,7 +37,7 @@ use schemars::transform::RestrictFormats;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::message::Tool;
+use crate::llm::message::Tool;
 
 impl Tool {
     /// A tool whose parameters are described by the Rust type `T`.
@@ -122,8 +122,8 @@ fn parameters_schema<T: JsonSchema>() -> Value {
 
 /// Deserializes validated arguments into `T`.
 ///
-/// Call it on what [`validate_tool_call`](crate::validate_tool_call) or
-/// [`validate_tool_arguments`](crate::validate_tool_arguments) returned: the arguments are
+/// Call it on what [`validate_tool_call`](crate::llm::validate_tool_call) or
+/// [`validate_tool_arguments`](crate::llm::validate_tool_arguments) returned: the arguments are
 /// then coerced and checked against the schema, so for a `T` whose schema made the tool
 /// (with [`Tool::for_args`]) this only fails on what a schema cannot say.
 ///
@@ -132,7 +132,7 @@ fn parameters_schema<T: JsonSchema>() -> Value {
 /// The arguments do not fit `T`.
 ///
 /// ```
-/// use pi_engine::parse_arguments;
+/// use pi_engine::llm::parse_arguments;
 /// use serde::Deserialize;
 /// use serde_json::{Map, json};
 ///
@@ -153,8 +153,8 @@ pub fn parse_arguments<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolCall;
-    use crate::validation::{ToolCallErrorKind, validate_tool_arguments};
+    use crate::llm::message::ToolCall;
+    use crate::llm::validation::{ToolCallErrorKind, validate_tool_arguments};
     use serde::Deserialize;
     use serde_json::json;
 

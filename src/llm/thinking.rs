@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Model;
+use crate::llm::model::Model;
 
 /// How much a model should reason before answering.
 ///
@@ -129,7 +129,7 @@ impl ThinkingBudgets {
     /// The budget set for `level` (`xhigh` reads `high`; `off` has none).
     ///
     /// ```
-    /// use pi_engine::{ThinkingBudgets, ThinkingLevel};
+    /// use pi_engine::llm::{ThinkingBudgets, ThinkingLevel};
     ///
     /// assert_eq!(ThinkingBudgets::DEFAULT.get(ThinkingLevel::Xhigh), Some(16384));
     /// assert_eq!(ThinkingBudgets::default().get(ThinkingLevel::Low), None);
@@ -170,7 +170,7 @@ impl ThinkingBudgets {
 /// `thinkingLevelMap` sets to `null`, and `xhigh` only when the map names it.
 ///
 /// ```
-/// use pi_engine::{get_model, supported_thinking_levels, ThinkingLevel::*};
+/// use pi_engine::llm::{ThinkingLevel::*, get_model, supported_thinking_levels};
 ///
 /// let opus = get_model("anthropic", "claude-opus-4-6").unwrap(); // map: {"xhigh": "max"}
 /// assert_eq!(supported_thinking_levels(&opus), [Off, Minimal, Low, Medium, High, Xhigh]);
@@ -200,7 +200,7 @@ pub fn supported_thinking_levels(model: &Model) -> Vec<ThinkingLevel> {
 /// when offered, else the next one up, else the next one down.
 ///
 /// ```
-/// use pi_engine::{clamp_thinking_level, get_model, ThinkingLevel};
+/// use pi_engine::llm::{ThinkingLevel, clamp_thinking_level, get_model};
 ///
 /// let gemini = get_model("google", "gemini-3-pro-preview").unwrap(); // low and high only
 /// assert_eq!(clamp_thinking_level(&gemini, ThinkingLevel::Medium), ThinkingLevel::High);
@@ -238,7 +238,7 @@ pub struct ThinkingAdjustment {
 /// to leave 1024 output tokens (or to 0). `off` has a budget of 0.
 ///
 /// ```
-/// use pi_engine::{adjust_max_tokens_for_thinking, ThinkingLevel};
+/// use pi_engine::llm::{ThinkingLevel, adjust_max_tokens_for_thinking};
 ///
 /// let a = adjust_max_tokens_for_thinking(32_000, 64_000, ThinkingLevel::High, None);
 /// assert_eq!((a.max_tokens, a.thinking_budget), (48_384, 16_384));

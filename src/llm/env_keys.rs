@@ -10,16 +10,16 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, ErrorKind};
-use crate::model::Model;
-use crate::options::{ApiKey, StreamOptions};
+use crate::llm::error::{Error, ErrorKind};
+use crate::llm::model::Model;
+use crate::llm::options::{ApiKey, StreamOptions};
 
 /// The environment variables holding a key for `provider`, in the order they are tried.
 ///
 /// ```
-/// assert_eq!(pi_engine::env_var_names("anthropic"), &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"]);
-/// assert_eq!(pi_engine::env_var_names("google"), &["GEMINI_API_KEY"]);
-/// assert!(pi_engine::env_var_names("my-local-server").is_empty());
+/// assert_eq!(pi_engine::llm::env_var_names("anthropic"), &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"]);
+/// assert_eq!(pi_engine::llm::env_var_names("google"), &["GEMINI_API_KEY"]);
+/// assert!(pi_engine::llm::env_var_names("my-local-server").is_empty());
 /// ```
 pub fn env_var_names(provider: &str) -> &'static [&'static str] {
     match provider {
@@ -150,17 +150,21 @@ pub(crate) fn request_key(model: &Model, options: &StreamOptions) -> Result<Opti
 /// (the OpenAI SDK's `OPENAI_API_KEY`): a call without a key of its own (options, the
 /// provider's variable, or a keyless model) is refused with pi's `No API key for provider`
 /// error event, as pi's `streamSimple` refuses it; otherwise `stream` with
-/// [`to_provider_options`](crate::to_provider_options).
+/// [`to_provider_options`](crate::llm::to_provider_options).
 #[cfg(feature = "openai")]
 pub(crate) fn stream_simple_with_own_key(
     provider: &dyn crate::ApiProvider,
     model: &Model,
     context: &crate::Context,
     options: &StreamOptions,
-) -> crate::AssistantMessageEventStream {
+) -> crate::llm::AssistantMessageEventStream {
     match request_key(model, options) {
-        Ok(_) => provider.stream(model, context, &crate::to_provider_options(model, options)),
-        Err(error) => crate::AssistantMessageEventStream::failed(
+        Ok(_) => provider.stream(
+            model,
+            context,
+            &crate::llm::to_provider_options(model, options),
+        ),
+        Err(error) => crate::llm::AssistantMessageEventStream::failed(
             crate::AssistantMessage::new(&model.api, &model.provider, &model.id),
             error,
         ),

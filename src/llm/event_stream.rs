@@ -25,8 +25,8 @@ use std::task::{Context as TaskContext, Poll};
 use futures::Stream;
 use tokio::sync::mpsc;
 
-use crate::event::{AssistantMessageEvent, PartialMessage};
-use crate::message::AssistantMessage;
+use crate::llm::event::{AssistantMessageEvent, PartialMessage};
+use crate::llm::message::AssistantMessage;
 
 /// An event type that can travel in an [`EventStream`] ending in a result of type `R`.
 pub trait StreamEvent<R>: Sized + Send + 'static {
@@ -67,7 +67,7 @@ enum Source<E: StreamEvent<R>, R> {
 ///
 /// ```
 /// use futures::StreamExt;
-/// use pi_engine::{AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream, PartialMessage, StopReason};
+/// use pi_engine::llm::{AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream, PartialMessage, StopReason};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let initial = AssistantMessage::new("custom", "custom", "echo-1");
@@ -350,7 +350,7 @@ impl EventStream<AssistantMessageEvent, AssistantMessage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::StopReason;
+    use crate::llm::message::StopReason;
     use futures::StreamExt;
 
     #[tokio::test]
