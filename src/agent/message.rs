@@ -29,6 +29,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use serde::de::MapAccess;
+use serde::de::value::MapDeserializer;
+
+use crate::llm::message::de::{self as wire, Key, LLM_ROLES, llm_variant};
 use crate::llm::message::{AssistantMessage, Message, ToolResultMessage, UserMessage};
 
 /// A message in an agent's history.
@@ -283,12 +287,106 @@ struct Tagged<'a, T: Serialize> {
     m: &'a T,
 }
 
-// `Deserialize for AgentMessage` is in `crate::llm::message::de`, with the LLM message types:
-// one pass over the input whatever the role.
+// One pass over the input whatever the role, with the LLM layer's reader for its three roles
+// (`crate::llm::message::de`): the tag is read first when it comes first, as pi writes it.
+impl wire::Tagged for AgentMessage {
+    const TAG: &'static str = "role";
+    const EXPECTING: &'static str = "a message";
+    fn variant<'de, A: MapAccess<'de>>(tag: &str, mut map: A) -> Result<Self, A::Error> {
+        if LLM_ROLES.contains(&tag) {
+            return llm_variant(tag, map)
+                .unwrap_or_else(|| Err(serde::de::Error::unknown_variant(tag, LLM_ROLES)))
+                .map(AgentMessage::from);
+        }
+        let mut fields = Map::new();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            if key.0 == Self::TAG {
+                return Err(serde::de::Error::duplicate_field(Self::TAG));
+            }
+            let value = map.next_value::<Value>()?;
+            fields.insert(key.0.into_owned(), value);
+        }
+        Ok(AgentMessage::Custom(CustomMessage::from_parts(
+            tag.to_owned(),
+            fields,
+        )))
+    }
+    fn buffered(
+        tag: String,
+        fields: Map<String, Value>,
+        _index: usize,
+    ) -> Result<Self, serde_json::Error> {
+        if LLM_ROLES.contains(&tag.as_str()) {
+            Self::variant(&tag, MapDeserializer::new(fields.into_iter()))
+        } else {
+            Ok(AgentMessage::Custom(CustomMessage::from_parts(tag, fields)))
+        }
+    }
+    fn no_tag<E: serde::de::Error>() -> E {
+        E::custom("a message needs a string `role`")
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentMessage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        wire::tagged(d)
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn both(raw: &Value) -> (Result<AgentMessage, String>, Result<AgentMessage, String>) {
+        (
+            serde_json::from_str(&raw.to_string()).map_err(|e: serde_json::Error| e.to_string()),
+            serde_json::from_value(raw.clone()).map_err(|e| e.to_string()),
+        )
+    }
+
+    #[test]
+    fn llm_roles_and_custom_roles_round_trip() {
+        for raw in [
+            json!({"role": "user", "content": "hi", "timestamp": 1, "x": {"y": [1]}}),
+            json!({"content": [{"text": "a", "type": "text", "z": 1}], "timestamp": 1, "role": "user"}),
+            json!({"role": "toolResult", "toolCallId": "c", "toolName": "t", "isError": false,
+                   "content": [], "timestamp": 3, "details": {"k": null}}),
+            json!({"role": "developerNote", "text": "x", "timestamp": 1}),
+            json!({"text": "x", "role": "developerNote"}),
+        ] {
+            let (a, b) = both(&raw);
+            let (a, b) = (a.unwrap(), b.unwrap());
+            assert_eq!(a, b);
+            assert_eq!(serde_json::to_value(&a).unwrap(), raw);
+        }
+        let (a, _) = both(&json!({"role": "developerNote", "text": "x"}));
+        assert_eq!(a.unwrap().as_custom().unwrap().role(), "developerNote");
+    }
+
+    #[test]
+    fn a_role_must_be_a_string() {
+        for raw in [json!({"role": 5}), json!({"content": "x"})] {
+            let (a, b) = both(&raw);
+            for e in [a.unwrap_err(), b.unwrap_err()] {
+                assert!(e.contains("needs a string `role`"), "{e}");
+            }
+        }
+        let dup = r#"{"role":"note","a":1,"role":"note"}"#;
+        assert!(serde_json::from_str::<AgentMessage>(dup).is_err());
+    }
+
+    #[test]
+    fn custom_roles_keep_their_fields_in_order() {
+        for raw in [
+            r#"{"role":"note","b":1,"a":{"c":"\u00e9"}}"#,
+            r#"{"b":1,"role":"note","a":{"c":"\u00e9"}}"#,
+        ] {
+            let m: AgentMessage = serde_json::from_str(raw).unwrap();
+            let c = m.as_custom().unwrap();
+            assert_eq!(c.role(), "note");
+            assert_eq!(c.fields().keys().collect::<Vec<_>>(), ["b", "a"]);
+        }
+    }
 
     #[test]
     fn text_is_a_user_message() {

@@ -40,7 +40,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-mod de;
+pub(crate) mod de;
 use serde_json::{Map, Value};
 
 use crate::llm::error::Error;

@@ -25,10 +25,9 @@ use super::{
     StopReason, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage, UserContent,
     UserMessage,
 };
-use crate::agent::{AgentMessage, CustomMessage};
 
 /// An object key, borrowed from the input when it has no escapes.
-pub(crate) struct Key<'de>(Cow<'de, str>);
+pub(crate) struct Key<'de>(pub(crate) Cow<'de, str>);
 
 impl<'de> Deserialize<'de> for Key<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -354,7 +353,7 @@ one_pass_struct!(ToolResultMessage, ToolResultFields, "a tool result message", {
 });
 
 /// An internally tagged enum (`{"<tag>": "<variant>", ...fields}`).
-trait Tagged: Sized {
+pub(crate) trait Tagged: Sized {
     const TAG: &'static str;
     const EXPECTING: &'static str;
     /// Reads the fields of variant `tag` (the tag itself already consumed).
@@ -408,7 +407,7 @@ impl<'de, T: Tagged> Visitor<'de> for TaggedVisitor<T> {
     }
 }
 
-fn tagged<'de, T: Tagged, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+pub(crate) fn tagged<'de, T: Tagged, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
     d.deserialize_map(TaggedVisitor::<T>(PhantomData))
 }
 
@@ -496,8 +495,11 @@ impl<'de> Deserialize<'de> for AssistantContent {
     }
 }
 
-/// The three LLM roles, for [`Message`] and [`AgentMessage`].
-fn llm_variant<'de, A: MapAccess<'de>>(tag: &str, map: A) -> Option<Result<Message, A::Error>> {
+/// The three LLM roles, for [`Message`] and the agent layer's `AgentMessage`.
+pub(crate) fn llm_variant<'de, A: MapAccess<'de>>(
+    tag: &str,
+    map: A,
+) -> Option<Result<Message, A::Error>> {
     let role = Some("role");
     Some(match tag {
         "user" => read_fields::<UserFields, A>(map, role).map(Message::User),
@@ -507,7 +509,7 @@ fn llm_variant<'de, A: MapAccess<'de>>(tag: &str, map: A) -> Option<Result<Messa
     })
 }
 
-const LLM_ROLES: &[&str] = &["user", "assistant", "toolResult"];
+pub(crate) const LLM_ROLES: &[&str] = &["user", "assistant", "toolResult"];
 
 impl Tagged for Message {
     const TAG: &'static str = "role";
@@ -518,50 +520,6 @@ impl Tagged for Message {
 }
 
 impl<'de> Deserialize<'de> for Message {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        tagged(d)
-    }
-}
-
-impl Tagged for AgentMessage {
-    const TAG: &'static str = "role";
-    const EXPECTING: &'static str = "a message";
-    fn variant<'de, A: MapAccess<'de>>(tag: &str, mut map: A) -> Result<Self, A::Error> {
-        if LLM_ROLES.contains(&tag) {
-            return llm_variant(tag, map)
-                .unwrap_or_else(|| Err(de::Error::unknown_variant(tag, LLM_ROLES)))
-                .map(AgentMessage::from);
-        }
-        let mut fields = Map::new();
-        while let Some(key) = map.next_key::<Key<'de>>()? {
-            if key.0 == Self::TAG {
-                return Err(de::Error::duplicate_field(Self::TAG));
-            }
-            let value = map.next_value::<Value>()?;
-            fields.insert(key.0.into_owned(), value);
-        }
-        Ok(AgentMessage::Custom(CustomMessage::from_parts(
-            tag.to_owned(),
-            fields,
-        )))
-    }
-    fn buffered(
-        tag: String,
-        fields: Map<String, Value>,
-        _index: usize,
-    ) -> Result<Self, serde_json::Error> {
-        if LLM_ROLES.contains(&tag.as_str()) {
-            Self::variant(&tag, MapDeserializer::new(fields.into_iter()))
-        } else {
-            Ok(AgentMessage::Custom(CustomMessage::from_parts(tag, fields)))
-        }
-    }
-    fn no_tag<E: de::Error>() -> E {
-        E::custom("a message needs a string `role`")
-    }
-}
-
-impl<'de> Deserialize<'de> for AgentMessage {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         tagged(d)
     }
@@ -664,8 +622,6 @@ mod tests {
             let (a, b) = (a.unwrap(), b.unwrap());
             assert_eq!(a, b);
             assert_eq!(serde_json::to_value(&a).unwrap(), raw);
-            let (c, _) = both::<AgentMessage>(&raw);
-            assert_eq!(serde_json::to_value(c.unwrap()).unwrap(), raw);
         }
     }
 
@@ -690,28 +646,13 @@ mod tests {
         assert!(serde_json::from_value::<Content>(json!({"text": "a"})).is_err());
         assert!(serde_json::from_value::<UserContent>(json!(5)).is_err());
         assert!(serde_json::from_value::<TextContent>(json!({"text": 5})).is_err());
-
-        let e = serde_json::from_value::<AgentMessage>(json!({"role": 5})).unwrap_err();
-        assert!(e.to_string().contains("needs a string `role`"), "{e}");
-        let e = serde_json::from_value::<AgentMessage>(json!({"content": "x"})).unwrap_err();
-        assert!(e.to_string().contains("needs a string `role`"), "{e}");
     }
 
     #[test]
-    fn null_optionals_are_none_and_custom_roles_keep_their_fields() {
+    fn null_optionals_are_none() {
         let t: TextContent = serde_json::from_str(r#"{"text":"a","textSignature":null}"#).unwrap();
         assert_eq!(t.text_signature, None);
         assert!(t.extra.is_empty());
-
-        for raw in [
-            r#"{"role":"note","b":1,"a":{"c":"\u00e9"}}"#,
-            r#"{"b":1,"role":"note","a":{"c":"\u00e9"}}"#,
-        ] {
-            let m: AgentMessage = serde_json::from_str(raw).unwrap();
-            let c = m.as_custom().unwrap();
-            assert_eq!(c.role(), "note");
-            assert_eq!(c.fields().keys().collect::<Vec<_>>(), ["b", "a"]);
-        }
     }
 
     #[test]
@@ -785,17 +726,13 @@ mod tests {
     }
 
     #[test]
-    fn unknown_llm_roles_are_an_error_but_agent_messages_keep_them() {
-        // The LLM layer knows three roles; session roles and newer ones are `AgentMessage`s.
+    fn unknown_llm_roles_are_an_error() {
+        // The LLM layer knows three roles; session roles and newer ones are the agent layer's
+        // `AgentMessage`s (tested there).
         let raw = json!({"role": "developerNote", "text": "x", "timestamp": 1});
         let (a, b) = both::<Message>(&raw);
         assert!(a.unwrap_err().contains("unknown variant `developerNote`"));
         assert!(b.is_err());
-        let (a, b) = both::<AgentMessage>(&raw);
-        for m in [a.unwrap(), b.unwrap()] {
-            assert_eq!(m.as_custom().unwrap().role(), "developerNote");
-            assert_eq!(serde_json::to_value(&m).unwrap(), raw);
-        }
     }
 
     #[test]
