@@ -240,6 +240,12 @@ pub struct StreamOptions {
     /// Sees the request body before it is sent.
     #[serde(skip)]
     pub on_payload: Option<PayloadHook>,
+    /// Sends the HTTP requests of the call; `None` uses the process-wide
+    /// [`ReqwestTransport`](crate::providers::http::ReqwestTransport).
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    #[serde(skip)]
+    pub transport: Option<crate::providers::http::SharedTransport>,
     /// Provider-specific options, by pi's names.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -248,8 +254,8 @@ pub struct StreamOptions {
 impl fmt::Debug for StreamOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let key = self.api_key.as_ref().map(ApiKey::expose);
-        f.debug_struct("StreamOptions")
-            .field("api_key", &self.api_key)
+        let mut f = f.debug_struct("StreamOptions");
+        f.field("api_key", &self.api_key)
             .field("temperature", &self.temperature)
             .field("max_tokens", &self.max_tokens)
             .field("reasoning", &self.reasoning)
@@ -268,8 +274,10 @@ impl fmt::Debug for StreamOptions {
             .field("cancel", &self.cancel)
             .field("retry", &self.retry)
             .field("idle_timeout", &self.idle_timeout)
-            .field("on_payload", &self.on_payload)
-            .field("extra", &crate::llm::redact::Members(&self.extra))
+            .field("on_payload", &self.on_payload);
+        #[cfg(feature = "http")]
+        f.field("transport", &self.transport);
+        f.field("extra", &crate::llm::redact::Members(&self.extra))
             .finish()
     }
 }
@@ -290,6 +298,26 @@ impl StreamOptions {
     #[must_use]
     pub fn with_api_key(mut self, key: impl Into<ApiKey>) -> Self {
         self.api_key = Some(key.into());
+        self
+    }
+
+    /// Sends the call's HTTP requests through `transport` (a configured
+    /// [`ReqwestTransport`](crate::providers::http::ReqwestTransport), a recording or replaying
+    /// one, a test double) instead of the process-wide default.
+    ///
+    /// ```
+    /// use pi_engine::StreamOptions;
+    /// use pi_engine::providers::http::ReqwestTransport;
+    ///
+    /// let client = reqwest::Client::builder().pool_max_idle_per_host(2);
+    /// let options = StreamOptions::new().with_transport(ReqwestTransport::from_builder(client).unwrap());
+    /// assert!(options.transport.is_some());
+    /// ```
+    #[cfg(feature = "http")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+    #[must_use]
+    pub fn with_transport(mut self, transport: impl crate::providers::http::HttpTransport) -> Self {
+        self.transport = Some(std::sync::Arc::new(transport));
         self
     }
 

@@ -254,6 +254,29 @@ fn replace_token(caps: &Captures<'_>) -> String {
     }
 }
 
+/// A header map for `Debug`: values marked sensitive (credentials, any value holding the
+/// key) or secret by name ([`is_secret_header`]) are `<redacted>`.
+#[cfg(feature = "http")]
+pub(crate) struct HeaderMapShown<'a>(pub(crate) &'a reqwest::header::HeaderMap);
+
+#[cfg(feature = "http")]
+impl fmt::Debug for HeaderMapShown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut map = f.debug_map();
+        for (name, value) in self.0 {
+            match value.to_str() {
+                Ok(text)
+                    if !value.is_sensitive() && !is_secret_header(name.as_str(), text, None) =>
+                {
+                    map.entry(&name.as_str(), &text)
+                }
+                _ => map.entry(&name.as_str(), &format_args!("<redacted>")),
+            };
+        }
+        map.finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,7 +37,8 @@ pub mod google;
 #[cfg(feature = "google")]
 pub mod google_vertex;
 #[cfg(feature = "http")]
-pub(crate) mod http;
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod http;
 pub(crate) mod json_scan;
 #[cfg(feature = "openai")]
 pub mod openai_codex_responses;

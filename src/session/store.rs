@@ -88,8 +88,20 @@ pub(crate) struct FileStore {
     pub(crate) fsync: SyncSettings,
 }
 
+/// How long a lock held by someone else is waited for before the file counts as locked: a
+/// process spawned by this one (a tool's command) shares the open file, and with it the lock,
+/// for the moment between its fork and its exec, so a writer that was just closed can look
+/// alive for a few microseconds.
+const LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(20);
+
 fn lock(file: &File, path: &Path) -> Result<()> {
-    match file.try_lock() {
+    let start = std::time::Instant::now();
+    let mut result = file.try_lock();
+    while matches!(result, Err(std::fs::TryLockError::WouldBlock)) && start.elapsed() < LOCK_GRACE {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        result = file.try_lock();
+    }
+    match result {
         Ok(()) => Ok(()),
         Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked {
             path: path.to_owned(),

@@ -45,6 +45,8 @@ pub fn build_base_options(model: &Model, options: &StreamOptions) -> StreamOptio
         idle_timeout: options.idle_timeout,
         error_body_timeout: options.error_body_timeout,
         on_payload: options.on_payload.clone(),
+        #[cfg(feature = "http")]
+        transport: options.transport.clone(),
         extra,
     }
 }

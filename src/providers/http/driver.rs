@@ -18,12 +18,11 @@ use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
-use futures::Stream;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use super::transport::{HttpRequest, Opened, idle_timeout_error};
+use super::send::{HttpRequest, Opened, idle_timeout_error};
+use super::transport::ResponseBody;
 use crate::llm::error::{Error, ErrorKind};
 use crate::llm::event::{AssistantMessageEvent, PartialMessage};
 use crate::llm::event_stream::{AssistantMessageEventStream, EventStream};
@@ -37,7 +36,7 @@ use crate::providers::sse::{SseDecoder, SseEvent};
 /// The wire-format half of a provider: turns the SSE events of one response into
 /// [`AssistantMessageEvent`]s. Everything else (HTTP, retries, timeouts, cancellation, the
 /// final message) is the driver's.
-pub(crate) trait Decoder: Send + 'static {
+pub trait Decoder: Send + 'static {
     /// Handles one SSE event, pushing zero or more events to `out`. An `Err` ends the stream
     /// with an `error` event (the events already pushed are delivered first).
     fn on_event(&mut self, event: SseEvent<'_>, out: &mut Emit<'_>) -> Result<(), Error>;
@@ -77,7 +76,7 @@ pub(crate) trait Decoder: Send + 'static {
 
 /// Where a [`Decoder`] pushes events; also its view of the message as the consumer sees it.
 #[derive(Debug)]
-pub(crate) struct Emit<'a> {
+pub struct Emit<'a> {
     queue: &'a mut VecDeque<AssistantMessageEvent>,
     state: &'a PartialMessage,
 }
@@ -93,26 +92,26 @@ impl<'a> Emit<'a> {
     }
 
     /// Queues an event.
-    pub(crate) fn push(&mut self, event: AssistantMessageEvent) {
+    pub fn push(&mut self, event: AssistantMessageEvent) {
         self.queue.push_back(event);
     }
 
     /// The message built from every event pushed for *earlier* SSE events (not those pushed
     /// during the current call). Use it to fill `*_end` events without keeping a copy of the
     /// content in the decoder.
-    pub(crate) fn message(&self) -> &AssistantMessage {
+    pub fn message(&self) -> &AssistantMessage {
         self.state.message()
     }
 
     /// The raw argument text streamed so far for the tool call at `index` (same rule as
     /// [`message`](Self::message)).
-    pub(crate) fn tool_arguments_text(&self, index: usize) -> Option<&str> {
+    pub fn tool_arguments_text(&self, index: usize) -> Option<&str> {
         self.state.tool_arguments_text(index)
     }
 }
 
 /// The size from which an event's data is handed to [`Decoder::on_large_event`].
-pub(crate) const LARGE_EVENT: usize = 1 << 20;
+pub const LARGE_EVENT: usize = 1 << 20;
 
 /// The message text of an aborted call (pi's wording).
 pub(crate) const ABORTED: &str = "Request was aborted";
@@ -120,7 +119,15 @@ pub(crate) const ABORTED: &str = "Request was aborted";
 /// Streams one HTTP request through `decoder`. `request` is the provider's request, or the
 /// error that prevented building it (missing key, bad options): then the stream's only
 /// event is that `error`.
-pub(crate) fn stream_http<D: Decoder>(
+///
+/// The request is sent through `options.transport` (the default [`ReqwestTransport`]
+/// otherwise) when the stream is first polled, with `options`' retry policy, idle timeout,
+/// error-body deadline and cancellation token; see the [module](super) for every fault it
+/// handles. Nothing is spawned: dropping the stream drops the request or the connection, and
+/// a cancelled token ends it with `aborted` and the content so far.
+///
+/// [`ReqwestTransport`]: super::ReqwestTransport
+pub fn stream_http<D: Decoder>(
     model: &Model,
     options: &StreamOptions,
     request: Result<HttpRequest, Error>,
@@ -148,14 +155,16 @@ pub(crate) fn stream_http<D: Decoder>(
 }
 
 type ResponseFuture = Pin<Box<dyn Future<Output = Result<Opened, Error>> + Send>>;
-type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 enum Phase {
     /// Sending, retrying, waiting for the response head.
     Connecting(ResponseFuture),
     /// Reading the body; `timer` fires after `idle` without an event (keep-alive comments
     /// and partial events do not count).
-    Streaming { body: Body, timer: Pin<Box<Sleep>> },
+    Streaming {
+        body: ResponseBody,
+        timer: Pin<Box<Sleep>>,
+    },
     /// The connection is released.
     Finished,
 }
@@ -205,14 +214,11 @@ impl<D: Decoder> Driver<D> {
             }
             let waiting = match &mut self.phase {
                 Phase::Connecting(response) => match response.as_mut().poll(cx) {
-                    Poll::Ready(Ok(Opened { response, prefix })) => {
+                    Poll::Ready(Ok(Opened { body, prefix })) => {
                         self.decoding.queue.push_back(AssistantMessageEvent::Start);
                         self.decoding.feed(&prefix);
                         let timer = Box::pin(tokio::time::sleep(self.idle));
-                        self.phase = Phase::Streaming {
-                            body: Box::pin(response.bytes_stream()),
-                            timer,
-                        };
+                        self.phase = Phase::Streaming { body, timer };
                         false
                     }
                     Poll::Ready(Err(error)) => {
@@ -239,7 +245,7 @@ impl<D: Decoder> Driver<D> {
                             false
                         }
                         Poll::Ready(Some(Err(error))) => {
-                            decoding.lost(stream_error(error));
+                            decoding.lost(error);
                             false
                         }
                         Poll::Ready(None) => {
@@ -493,23 +499,4 @@ impl<D: Decoder> Decoding<D> {
             }
         }
     }
-}
-
-/// A failure while reading the body of a successful response.
-fn stream_error(error: reqwest::Error) -> Error {
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(s) = source {
-        let more = s.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = s.source();
-    }
-    Error::new(
-        ErrorKind::Connection,
-        format!("Connection lost while streaming: {text}"),
-    )
 }

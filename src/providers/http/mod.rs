@@ -1,9 +1,18 @@
-//! The HTTP machinery shared by the built-in providers (cargo feature `http`).
+//! The HTTP machinery every built-in provider stands on, public so that a provider of your
+//! own reuses it instead of rewriting it (cargo feature `http`).
+//!
+//! * [`HttpTransport`]: the seam under every provider (send a request, get the status, the
+//!   headers and the body as byte chunks). [`ReqwestTransport`] is the default;
+//!   [`StreamOptions::with_transport`](crate::StreamOptions::with_transport) sets another per
+//!   call (a configured client, a recording or replaying transport, a test double).
+//! * [`stream_http`]: the shared driver (retries before the first byte, the idle timeout,
+//!   cancellation, SSE decoding, typed errors) that turns an [`HttpRequest`] and a
+//!   [`Decoder`] into the reply's event stream.
 //!
 //! # How to write a provider
 //!
-//! A provider is two small halves around this module; [`anthropic`](super::anthropic) is the
-//! reference to copy from.
+//! A provider is two small halves around this module; the built-in
+//! `providers::anthropic` is the reference to copy from.
 //!
 //! 1. **Encode**: a function `(model, context, options) -> Result<HttpRequest, Error>` that
 //!    resolves the key with [`resolve_api_key`](crate::llm::resolve_api_key), runs
@@ -12,7 +21,7 @@
 //!    bodies in `../shared/conformance/pi/`), and returns
 //!    `HttpRequest::post_json(url, body).header(..)` with the provider's own headers (auth,
 //!    version, betas). Do not add the model's or the options' headers, `content-type`, or
-//!    call `on_payload`: [`HttpRequest::prepare`] does that for every provider.
+//!    call `on_payload`: [`stream_http`] does that for every provider.
 //! 2. **Decode**: a struct implementing [`Decoder`]. It receives each SSE event
 //!    ([`SseEvent`](super::sse::SseEvent): `event()` name, `data()` bytes) and pushes
 //!    [`AssistantMessageEvent`](crate::AssistantMessageEvent)s to the [`Emit`]:
@@ -33,7 +42,7 @@
 //! [`stream_http`] returns a pull-based stream (no task, no channel): HTTP bytes are read
 //! only when the consumer asks for the next event. It owns every fault: retries before the
 //! first byte (429, 5xx, overloaded, failed connections; `Retry-After` honoured; quota errors
-//! never retried), HTTP error statuses turned into typed [`Error`]s with the provider's text
+//! never retried), HTTP error statuses turned into typed [`Error`](crate::Error)s with the provider's text
 //! and request id (HTML pages summarized; an error body read within its own deadline), a
 //! success that is not an event stream (an HTML page, a JSON error), a broken connection,
 //! the idle timeout between events (keep-alive comments do not count), an event too large
@@ -42,9 +51,117 @@
 //! partial message; junk after the provider's final event is ignored. A decoder never sees
 //! a network error and never has to think about cancellation.
 //!
-//! Tests: a decoder is unit-tested by feeding SSE text through [`stream_http`] against the
-//! local servers of `tests/support/`; the faults are tested once, for every wire format, in
-//! `tests/faults.rs` (and `tests/http_faults.rs` for retries and connection reuse).
+//! Tests: a decoder is tested by feeding SSE text through [`stream_http`], from a local
+//! server or from a transport that returns canned chunks (below); the faults are the
+//! driver's and are tested once for every wire format in the crate's `tests/faults.rs`.
+//!
+//! # Example
+//!
+//! A provider for a made-up API that streams `data: {"text": …}` events and ends with
+//! `data: [DONE]`, tested offline with a transport that answers with canned chunks:
+//!
+//! ```
+//! use std::borrow::Cow;
+//!
+//! use bytes::Bytes;
+//! use pi_engine::llm::{AssistantMessageEventStream, resolve_api_key};
+//! use pi_engine::providers::http::{
+//!     Decoder, Emit, HttpRequest, HttpTransport, TransportRequest, TransportResponse, stream_http,
+//! };
+//! use pi_engine::providers::sse::SseEvent;
+//! use pi_engine::{
+//!     ApiProvider, AssistantMessage, AssistantMessageEvent, Context, Error, ErrorKind, Message,
+//!     Model, StreamOptions, UserMessage,
+//! };
+//! use serde_json::json;
+//!
+//! struct EchoApi;
+//!
+//! impl ApiProvider for EchoApi {
+//!     fn api(&self) -> &str {
+//!         "echo"
+//!     }
+//!     fn stream(&self, model: &Model, context: &Context, options: &StreamOptions) -> AssistantMessageEventStream {
+//!         // 1. Encode: the key, the body, the provider's own headers.
+//!         let request = resolve_api_key(model, options).map(|key| {
+//!             let prompt: Vec<String> = context.messages.iter().filter_map(|m| match m {
+//!                 Message::User(u) => Some(u.content.text()),
+//!                 _ => None,
+//!             }).collect();
+//!             HttpRequest::post_json(format!("{}/generate", model.base_url), json!({"prompt": prompt}))
+//!                 .header("authorization", format!("Bearer {}", key.expose()))
+//!         });
+//!         // 2. Decode, driven by the shared driver.
+//!         stream_http(model, options, request, EchoDecoder::default())
+//!     }
+//! }
+//!
+//! #[derive(Default)]
+//! struct EchoDecoder {
+//!     started: bool,
+//!     done: bool,
+//! }
+//!
+//! impl Decoder for EchoDecoder {
+//!     fn on_event(&mut self, event: SseEvent<'_>, out: &mut Emit<'_>) -> Result<(), Error> {
+//!         if event.data() == b"[DONE]" {
+//!             if self.started {
+//!                 let content = out.message().text();
+//!                 out.push(AssistantMessageEvent::TextEnd { content_index: 0, content });
+//!             }
+//!             self.done = true;
+//!             return Ok(());
+//!         }
+//!         #[derive(serde::Deserialize)]
+//!         struct Chunk<'a> {
+//!             #[serde(borrow)]
+//!             text: Cow<'a, str>,
+//!         }
+//!         let chunk: Chunk = serde_json::from_slice(event.data())
+//!             .map_err(|e| Error::new(ErrorKind::InvalidResponse, format!("bad event: {e}")))?;
+//!         if !self.started {
+//!             self.started = true;
+//!             out.push(AssistantMessageEvent::TextStart { content_index: 0 });
+//!         }
+//!         out.push(AssistantMessageEvent::TextDelta { content_index: 0, delta: chunk.text.into_owned() });
+//!         Ok(())
+//!     }
+//!     fn on_end(&mut self, _out: &mut Emit<'_>) -> Result<(), Error> {
+//!         match self.done {
+//!             true => Ok(()),
+//!             false => Err(Error::new(ErrorKind::InvalidResponse, "The stream ended before [DONE]")),
+//!         }
+//!     }
+//!     fn is_complete(&self) -> bool {
+//!         self.done
+//!     }
+//!     fn finish(&mut self, _message: &mut AssistantMessage) {}
+//! }
+//!
+//! /// Answers every request with the same chunks (split anywhere, as a network splits them).
+//! #[derive(Debug)]
+//! struct Canned(&'static [&'static str]);
+//!
+//! #[async_trait::async_trait]
+//! impl HttpTransport for Canned {
+//!     async fn send(&self, request: TransportRequest) -> Result<TransportResponse, Error> {
+//!         assert_eq!(request.url.path(), "/generate");
+//!         assert!(request.headers["authorization"].is_sensitive());
+//!         let chunks: Vec<Result<Bytes, Error>> =
+//!             self.0.iter().map(|c| Ok(Bytes::from_static(c.as_bytes()))).collect();
+//!         Ok(TransportResponse::new(reqwest::StatusCode::OK, Default::default(), futures::stream::iter(chunks)))
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let model = Model::new("echo-1", "echo", "echo", "https://echo.invalid");
+//! let context = Context::new().with_message(UserMessage::text("hello"));
+//! let transport = Canned(&["data: {\"text\": \"hel", "lo\"}\n\ndata: {\"text\": \"!\"}\n", "\ndata: [DONE]\n\n"]);
+//! let options = StreamOptions::new().with_api_key("k").with_transport(transport);
+//! let reply = EchoApi.stream(&model, &context, &options).result().await;
+//! assert_eq!(reply.text(), "hello!");
+//! # }
+//! ```
 
 pub(crate) mod cloudflare;
 pub(crate) mod copilot;
@@ -53,12 +170,20 @@ mod json_repair;
 // For the fuzz targets (`crate::__fuzz`): the driver's decoding without HTTP.
 #[cfg(any(feature = "anthropic", feature = "openai", feature = "google"))]
 pub(crate) mod replay;
+mod send;
 mod status;
 mod transport;
 
-pub(crate) use driver::{Decoder, Emit, stream_http};
+pub use driver::{Decoder, Emit, LARGE_EVENT, stream_http};
 pub(crate) use json_repair::repair_json;
-pub(crate) use status::stream_event_error;
-pub(crate) use transport::HttpRequest;
+/// The reqwest version the transport types come from (`StatusCode`, `HeaderMap`, `Url`,
+/// `ClientBuilder`), so an application needs no version-matched dependency of its own.
+pub use reqwest;
+pub use send::HttpRequest;
 #[cfg(test)]
-pub(crate) use transport::header_in;
+pub(crate) use send::header_in;
+pub(crate) use status::stream_event_error;
+pub use transport::{
+    HttpTransport, ReqwestTransport, ResponseBody, SharedTransport, TransportRequest,
+    TransportResponse,
+};

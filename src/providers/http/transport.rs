@@ -1,436 +1,312 @@
-//! The shared HTTP client, request preparation, and sending with retries before the first
-//! byte of the stream.
+//! The seam under every HTTP provider: send one request, get the status, the headers and the
+//! body as a stream of byte chunks.
+//!
+//! Everything above it (building the request, retries before the first byte, the idle
+//! timeout, cancellation, SSE decoding, error texts) is the crate's and the same whatever the
+//! transport. The default, [`ReqwestTransport`], is a reqwest client; an application hands in
+//! its own (a proxy, TLS roots, timeouts, a connection pool per runtime) with
+//! [`ReqwestTransport::from_builder`], or implements [`HttpTransport`] itself (a recorded
+//! transport that replays traffic chunk by chunk, a test double, another HTTP stack), and
+//! sets it per call with [`StreamOptions::with_transport`](crate::StreamOptions::with_transport).
 
-use std::sync::OnceLock;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use serde_json::Value;
+use futures::{Stream, StreamExt};
+use reqwest::header::HeaderMap;
+use reqwest::{Method, StatusCode, Url};
 
-use super::status::{not_a_stream_error, status_error};
 use crate::llm::error::{Error, ErrorKind};
-use crate::llm::model::Model;
-use crate::llm::options::{RetryPolicy, StreamOptions};
-use crate::llm::redact::{self, Secrets};
 
-/// Most of an error body that is read (the rest is dropped).
-const MAX_ERROR_BODY: usize = 64 * 1024;
-
-/// Most redirects followed within one origin.
-const MAX_REDIRECTS: usize = 10;
-
-/// The process-wide client: one connection pool shared by every provider and call, so
-/// consecutive calls to the same endpoint reuse their connection (and TLS session).
-///
-/// Connections belong to the Tokio runtime that opened them; a program that drops its
-/// runtime and starts another gets fresh connections for new calls.
-///
-/// Redirects are followed only within the request's origin (scheme, host and port), at most
-/// [`MAX_REDIRECTS`] times: every request carries a key (`x-api-key`, `authorization`,
-/// `x-goog-api-key`, `api-key`, …) that must not reach another server. A redirect to another
-/// origin is returned as the response and becomes an error ([`redirect_error`]).
 /// The `User-Agent` of every request that does not set one.
 pub(crate) const USER_AGENT: &str = concat!("pi-engine/", env!("CARGO_PKG_VERSION"));
 
-pub(crate) fn client() -> &'static reqwest::Client {
-    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        reqwest::Client::builder()
-            // Sent unless the provider or the caller sets its own (request headers win).
-            .user_agent(USER_AGENT)
-            .tcp_nodelay(true)
-            .connect_timeout(Duration::from_secs(30))
-            .pool_idle_timeout(Duration::from_secs(90))
-            .redirect(reqwest::redirect::Policy::custom(|attempt| {
-                let same_origin = attempt
-                    .previous()
-                    .first()
-                    .is_some_and(|first| first.origin() == attempt.url().origin());
-                if same_origin && attempt.previous().len() <= MAX_REDIRECTS {
-                    attempt.follow()
-                } else {
-                    attempt.stop()
-                }
-            }))
-            .build()
-            .unwrap_or_default()
-    })
+/// Most redirects [`ReqwestTransport`] follows within one origin.
+pub(crate) const MAX_REDIRECTS: usize = 10;
+
+/// A response body: the chunks as they arrive. An `Err` item ends the body (the connection
+/// broke); the stream ending is the end of the body.
+pub type ResponseBody = Pin<Box<dyn Stream<Item = Result<Bytes, Error>> + Send>>;
+
+/// One HTTP request as the providers send it: a method, a URL, headers (credentials marked
+/// [sensitive](reqwest::header::HeaderValue::set_sensitive)) and the whole body.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct TransportRequest {
+    /// The method (`POST` for every built-in provider).
+    pub method: Method,
+    /// The URL.
+    pub url: Url,
+    /// The headers, the provider's, the model's and the options' merged; `content-type` set.
+    pub headers: HeaderMap,
+    /// The body (JSON for every built-in provider).
+    pub body: Bytes,
 }
 
-/// The error for a redirect that was not followed: to another origin (never, the request
-/// carries a key), or one too many. Names the target's origin only (its path or query could
-/// hold anything).
-fn redirect_error(status: reqwest::StatusCode, from: &reqwest::Url, headers: &HeaderMap) -> Error {
-    let target = headers
-        .get(reqwest::header::LOCATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|location| from.join(location).ok());
-    let code = status.as_u16();
-    let reason = status.canonical_reason().unwrap_or("Redirect");
-    let message = match target {
-        Some(to) if to.origin() != from.origin() => format!(
-            "{code} {reason}: redirect to another origin ({}) not followed; a request carrying an API key is only redirected within its own origin",
-            to.origin().ascii_serialization()
-        ),
-        Some(_) => format!("{code} {reason}: more than {MAX_REDIRECTS} redirects, not followed"),
-        None => format!("{code} {reason}: redirect without a usable Location, not followed"),
-    };
-    Error::new(ErrorKind::Status, message).with_status(code)
-}
-
-/// A provider request before the shared steps: a URL, the provider's own headers (auth,
-/// version, betas) and the JSON body.
-///
-/// [`prepare`](Self::prepare) adds the model's `headers` and the options' `headers` (later
-/// wins, names compared case-insensitively), runs `options.on_payload` on the body and
-/// serializes it.
-pub(crate) struct HttpRequest {
-    url: String,
-    headers: Vec<(String, String)>,
-    body: Value,
-}
-
-impl std::fmt::Debug for HttpRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let headers = self.headers.iter().map(|(k, v)| (k, v));
-        f.debug_struct("HttpRequest")
-            .field("url", &self.url)
-            .field("headers", &redact::Headers::new(headers, None))
-            .field("body", &self.body)
-            .finish()
-    }
-}
-
-impl HttpRequest {
-    /// A JSON `POST` to `url`.
-    pub(crate) fn post_json(url: impl Into<String>, body: Value) -> Self {
-        HttpRequest {
-            url: url.into(),
-            headers: Vec::new(),
+impl TransportRequest {
+    /// A request with these parts.
+    pub fn new(method: Method, url: Url, headers: HeaderMap, body: Bytes) -> Self {
+        TransportRequest {
+            method,
+            url,
+            headers,
             body,
         }
     }
-
-    /// Adds a provider header (replaced by a model or options header of the same name).
-    #[must_use]
-    pub(crate) fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// The JSON body as built by the provider (before `on_payload`).
-    #[cfg(test)]
-    pub(crate) fn body(&self) -> &Value {
-        &self.body
-    }
-
-    /// The URL and the provider's own headers (before the model's and the options').
-    #[cfg(test)]
-    pub(crate) fn parts(&self) -> (&str, &[(String, String)]) {
-        (&self.url, &self.headers)
-    }
-
-    /// The value of provider header `name` (case-insensitive; the last one wins, as when the
-    /// request is sent).
-    #[cfg(test)]
-    pub(crate) fn header_value(&self, name: &str) -> Option<&str> {
-        header_in(&self.headers, name)
-    }
-
-    /// Applies the shared steps; an unusable URL or header is a [`ErrorKind::Config`] error.
-    pub(crate) fn prepare(self, model: &Model, options: &StreamOptions) -> Result<Prepared, Error> {
-        let url = reqwest::Url::parse(&self.url).map_err(|e| {
-            Error::new(
-                ErrorKind::Config,
-                format!("Invalid base URL for model {}: {e}", model.id),
-            )
-        })?;
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let key = options.api_key.as_ref().map(|k| k.expose());
-        let mut secrets = Secrets::default();
-        if let Some(key) = key {
-            secrets.add(key);
-        }
-        let extra = model.headers.iter().chain(options.headers.iter()).flatten();
-        for (name, value) in self.headers.iter().map(|(k, v)| (k, v)).chain(extra) {
-            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header(name))?;
-            let mut header_value =
-                HeaderValue::from_str(value).map_err(|_| bad_header(header.as_str()))?;
-            if redact::is_secret_header(name, value, key) {
-                // Kept out of HTTP/2 header compression tables and reqwest's `Debug`.
-                header_value.set_sensitive(true);
-                secrets.add(value);
-            }
-            headers.insert(header, header_value);
-        }
-        let mut body = self.body;
-        if let Some(hook) = &options.on_payload {
-            hook.call(&mut body);
-        }
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| Error::new(ErrorKind::Config, format!("Cannot encode request: {e}")))?;
-        let mut retry = options.retry_policy();
-        // pi's `maxRetries` option, when no policy was set in Rust.
-        if options.retry.is_none()
-            && let Some(n) = options.extra.get("maxRetries").and_then(Value::as_u64)
-        {
-            retry = retry.with_max_retries(u32::try_from(n).unwrap_or(u32::MAX));
-        }
-        let max_delay = match options.max_retry_delay_ms {
-            Some(ms) => retry.max_delay.min(Duration::from_millis(ms)),
-            None => retry.max_delay,
-        };
-        Ok(Prepared {
-            url,
-            headers,
-            body: Bytes::from(body),
-            retry,
-            max_delay,
-            idle_timeout: options.idle_timeout_or_default(),
-            error_body_timeout: options.error_body_timeout_or_default(),
-            secrets,
-        })
-    }
 }
 
-fn bad_header(name: &str) -> Error {
-    // The value is not shown: it may be a key.
-    Error::new(ErrorKind::Config, format!("Invalid request header: {name}"))
-}
-
-/// A request ready to send, with the retry settings of its call.
-#[derive(Clone)]
-pub(crate) struct Prepared {
-    pub(crate) url: reqwest::Url,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Bytes,
-    pub(crate) retry: RetryPolicy,
-    /// The longest wait before a retry, `Retry-After` included.
-    pub(crate) max_delay: Duration,
-    pub(crate) idle_timeout: Duration,
-    /// The deadline for reading an error body (or a success that is not a stream).
-    pub(crate) error_body_timeout: Duration,
-    /// The key and credential header values, scrubbed from every error of the request.
-    pub(crate) secrets: Secrets,
-}
-
-impl std::fmt::Debug for Prepared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        /// The headers, values marked sensitive in `prepare` (credentials, any value holding
-        /// the key) or secret by name redacted.
-        struct Shown<'a>(&'a HeaderMap);
-        impl std::fmt::Debug for Shown<'_> {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                let mut map = f.debug_map();
-                for (name, value) in self.0 {
-                    match value.to_str() {
-                        Ok(text)
-                            if !value.is_sensitive()
-                                && !redact::is_secret_header(name.as_str(), text, None) =>
-                        {
-                            map.entry(&name.as_str(), &text)
-                        }
-                        _ => map.entry(&name.as_str(), &format_args!("<redacted>")),
-                    };
-                }
-                map.finish()
-            }
-        }
-        f.debug_struct("Prepared")
+impl fmt::Debug for TransportRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TransportRequest")
+            .field("method", &self.method)
             .field("url", &self.url.as_str())
-            .field("headers", &Shown(&self.headers))
+            .field(
+                "headers",
+                &crate::llm::redact::HeaderMapShown(&self.headers),
+            )
             .field("body_len", &self.body.len())
-            .field("retry", &self.retry)
-            .field("max_delay", &self.max_delay)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("error_body_timeout", &self.error_body_timeout)
-            .field("secrets", &self.secrets)
             .finish()
     }
 }
 
-/// A success response whose body is to be streamed, with the bytes already read from it to
-/// tell an event stream from a document.
-#[derive(Debug)]
-pub(crate) struct Opened {
-    pub(crate) response: reqwest::Response,
-    /// The first bytes of the body (to be decoded before the rest).
-    pub(crate) prefix: Vec<u8>,
+/// The response to a [`TransportRequest`]: its head, and its body still to be read.
+#[non_exhaustive]
+pub struct TransportResponse {
+    /// The status.
+    pub status: StatusCode,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body, read chunk by chunk as the consumer of the reply asks for events.
+    pub body: ResponseBody,
 }
 
-impl Prepared {
-    /// Sends the request until a success status arrives, retrying what may succeed later
-    /// (rate limits, overloaded or unavailable servers, failed connections) with the call's
-    /// [`RetryPolicy`]. Only the response head is awaited: once it is a success, the body
-    /// belongs to the caller and is never retried.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future drops the connection attempt or the wait; nothing is sent twice
-    /// because of it.
-    pub(crate) async fn send(self) -> Result<Opened, Error> {
-        let mut attempt = 0u32;
-        loop {
-            let error = match self.attempt().await {
-                Ok(response) => return Ok(response),
-                Err(e) => e,
-            };
-            attempt += 1;
-            match self.retry_delay(&error, attempt) {
-                Some(delay) => {
-                    tracing::debug!(attempt, ?delay, error = %error, "retrying model request");
-                    tokio::time::sleep(delay).await;
-                }
-                None => return Err(error),
-            }
+impl TransportResponse {
+    /// A response with this head and body.
+    pub fn new(
+        status: StatusCode,
+        headers: HeaderMap,
+        body: impl Stream<Item = Result<Bytes, Error>> + Send + 'static,
+    ) -> Self {
+        TransportResponse {
+            status,
+            headers,
+            body: Box::pin(body),
         }
     }
+}
 
-    async fn attempt(&self) -> Result<Opened, Error> {
-        let request = client()
-            .post(self.url.clone())
-            .headers(self.headers.clone())
-            .body(self.body.clone())
-            .send();
-        let response = match tokio::time::timeout(self.idle_timeout, request).await {
-            Err(_) => return Err(idle_timeout_error(self.idle_timeout)),
-            Ok(Err(e)) => return Err(transport_error(e)),
-            Ok(Ok(response)) => response,
-        };
-        let status = response.status();
-        if status.is_success() {
-            return self.check_stream(response).await;
-        }
-        let headers = response.headers().clone();
-        if status.is_redirection() && headers.contains_key(reqwest::header::LOCATION) {
-            return Err(redirect_error(status, response.url(), &headers));
-        }
-        let body = read_bounded(
-            response,
-            Vec::new(),
-            self.idle_timeout,
-            self.error_body_timeout,
-        )
-        .await;
-        Err(status_error(status.as_u16(), &headers, &body).scrubbed(&self.secrets))
-    }
-
-    /// A success response is streamed unless its body is something else: a compressed body
-    /// (none is asked for, so none can be decoded), or a document (an HTML page of a proxy,
-    /// a JSON error) instead of an event stream. A body labelled `text/event-stream` is
-    /// streamed as it is; any other is recognised by its first byte (`<`, `{` or `[`, which
-    /// no event stream starts with), so a stream with a wrong label still streams.
-    async fn check_stream(&self, mut response: reqwest::Response) -> Result<Opened, Error> {
-        let headers = response.headers();
-        if let Some(encoding) = headers
-            .get(reqwest::header::CONTENT_ENCODING)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"))
-        {
-            return Err(Error::new(
-                ErrorKind::InvalidResponse,
-                format!(
-                    "The provider sent a body with content-encoding {encoding}, which was not \
-                     asked for and cannot be decoded"
-                ),
+impl fmt::Debug for TransportResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TransportResponse")
+            .field("status", &self.status)
+            .field(
+                "headers",
+                &crate::llm::redact::HeaderMapShown(&self.headers),
             )
-            .with_request_id(super::status::request_id(headers)));
-        }
-        let is_stream = headers
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| {
-                ct.split(';')
-                    .next()
-                    .is_some_and(|m| m.trim().eq_ignore_ascii_case("text/event-stream"))
-            });
-        if is_stream {
-            return Ok(Opened {
-                response,
-                prefix: Vec::new(),
-            });
-        }
-        // Read up to the first byte that is not whitespace, within the idle timeout and the
-        // error-body deadline (a stall is then the driver's idle timeout, as for a stream).
-        let deadline = tokio::time::Instant::now() + self.error_body_timeout.min(self.idle_timeout);
-        let mut prefix = Vec::new();
-        let first = loop {
-            if let Some(&b) = prefix.iter().find(|b: &&u8| !b.is_ascii_whitespace()) {
-                break Some(b);
-            }
-            match tokio::time::timeout_at(deadline, response.chunk()).await {
-                Ok(Ok(Some(chunk))) => prefix.extend_from_slice(&chunk),
-                Ok(Ok(None)) => break None,
-                // A stall or a broken body: the driver reports it as it would for a stream.
-                Ok(Err(_)) | Err(_) => {
-                    return Ok(Opened { response, prefix });
-                }
-            }
-        };
-        match first {
-            Some(b'<' | b'{' | b'[') | None => {
-                let headers = response.headers().clone();
-                let body =
-                    read_bounded(response, prefix, self.idle_timeout, self.error_body_timeout)
-                        .await;
-                Err(not_a_stream_error(&headers, &body).scrubbed(&self.secrets))
-            }
-            Some(_) => Ok(Opened { response, prefix }),
-        }
+            .finish_non_exhaustive()
     }
+}
 
-    /// The wait before retry number `attempt`, or `None` to give up.
-    fn retry_delay(&self, error: &Error, attempt: u32) -> Option<std::time::Duration> {
-        if attempt > self.retry.max_retries {
-            return None;
-        }
-        let retryable = match error.kind() {
-            ErrorKind::RateLimited | ErrorKind::Overloaded | ErrorKind::Connection => true,
-            ErrorKind::Status | ErrorKind::Timeout => {
-                matches!(error.status(), Some(408 | 409) | Some(500..))
-            }
-            _ => false,
-        };
-        if !retryable {
-            return None;
-        }
-        match error.retry_after() {
-            // The server knows best, unless it asks for longer than the caller will wait.
-            Some(after) if after > self.max_delay => None,
-            Some(after) => Some(after),
-            None => Some(self.retry.backoff(attempt).min(self.max_delay)),
+/// Sends HTTP requests for the providers.
+///
+/// `send` resolves once the response head has arrived (whatever its status: an error status
+/// is a response, not an `Err`); the body is then read from
+/// [`TransportResponse::body`] only as fast as the reply's consumer asks for events. An
+/// `Err` is a request that got no response: a refused or broken connection
+/// ([`ErrorKind::Connection`], retried before the first byte like a 503), a timeout of the
+/// transport's own ([`ErrorKind::Timeout`]), a request it cannot send ([`ErrorKind::Config`]).
+///
+/// The caller owns every deadline: `send` and each chunk of the body are awaited within the
+/// call's idle timeout, and a cancelled call drops the future or the body, so a transport
+/// needs no timeout of its own and must tolerate being dropped at any `.await`.
+///
+/// **Redirects.** Every request carries a key. A transport must not follow a redirect to
+/// another origin (scheme, host, port) with the request's headers; returning the redirect
+/// response instead is always right (the provider reports it as an error). [`ReqwestTransport`]
+/// follows redirects within the origin only.
+///
+/// # Example
+///
+/// A transport that answers every request with a canned event stream, chunk by chunk (what a
+/// replaying test transport does):
+///
+/// ```
+/// use bytes::Bytes;
+/// use pi_engine::providers::http::{HttpTransport, TransportRequest, TransportResponse};
+/// use pi_engine::{Context, Error, StreamOptions, UserMessage, get_model};
+/// use reqwest::StatusCode;
+/// use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+///
+/// #[derive(Debug)]
+/// struct Canned(Vec<&'static str>);
+///
+/// #[async_trait::async_trait]
+/// impl HttpTransport for Canned {
+///     async fn send(&self, request: TransportRequest) -> Result<TransportResponse, Error> {
+///         assert!(request.url.as_str().ends_with("/v1/messages"));
+///         let mut headers = HeaderMap::new();
+///         headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+///         let chunks = self.0.iter().map(|c| Ok(Bytes::from_static(c.as_bytes())));
+///         Ok(TransportResponse::new(StatusCode::OK, headers, futures::stream::iter(chunks.collect::<Vec<_>>())))
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let transport = Canned(vec![
+///     "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":0}}}\n\n",
+///     "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+///     "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n",
+///     "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+///     "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":1}}\n\n",
+///     "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+/// ]);
+/// let model = get_model("anthropic", "claude-sonnet-4-5").unwrap();
+/// let context = Context::new().with_message(UserMessage::text("Hello"));
+/// let options = StreamOptions::new().with_api_key("sk-ant-test").with_transport(transport);
+/// let reply = pi_engine::complete(&model, &context, &options).await;
+/// assert_eq!(reply.text(), "Hi");
+/// # }
+/// ```
+#[async_trait::async_trait]
+pub trait HttpTransport: Send + Sync + fmt::Debug + 'static {
+    /// Sends `request` and returns the response head with its body still to be read.
+    ///
+    /// # Cancellation
+    ///
+    /// Dropping the future abandons the request (the connection is dropped or returned to a
+    /// pool); nothing is sent again because of it.
+    async fn send(&self, request: TransportRequest) -> Result<TransportResponse, Error>;
+}
+
+/// A handle to an [`HttpTransport`], cheap to clone, as [`StreamOptions`](crate::StreamOptions)
+/// holds it.
+pub type SharedTransport = Arc<dyn HttpTransport>;
+
+/// The default transport: a [`reqwest::Client`] with pi-engine's rules.
+///
+/// * Redirects are followed only within the request's origin (scheme, host and port), at
+///   most 10 times: every request carries a key (`x-api-key`, `authorization`,
+///   `x-goog-api-key`, `api-key`, …) that must not reach another server. A redirect to
+///   another origin is returned as the response and becomes an error.
+/// * `User-Agent: pi-engine/<version>` unless the request sets one (set `user-agent` in the
+///   model's or the options' headers to send another).
+/// * No compression is asked for (`Accept-Encoding` is not sent), `TCP_NODELAY`, a 30 s
+///   connect timeout, idle connections kept 90 s.
+///
+/// [`ReqwestTransport::default`] is one process-wide client, so consecutive calls to the same
+/// endpoint reuse their connection and TLS session. Connections belong to the Tokio runtime
+/// that opened them: a program with several runtimes, or one that wants a proxy, its own TLS
+/// roots or pool settings, builds its own with [`from_builder`](Self::from_builder).
+#[derive(Clone)]
+pub struct ReqwestTransport {
+    client: reqwest::Client,
+}
+
+impl fmt::Debug for ReqwestTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReqwestTransport").finish_non_exhaustive()
+    }
+}
+
+impl Default for ReqwestTransport {
+    /// The process-wide client (built on first use).
+    fn default() -> Self {
+        static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+        let client = CLIENT.get_or_init(|| {
+            configure(reqwest::Client::builder().connect_timeout(Duration::from_secs(30)))
+                .build()
+                .unwrap_or_default()
+        });
+        ReqwestTransport {
+            client: client.clone(),
         }
     }
 }
 
-/// The body of an error response after `out` (what was read of it already), up to
-/// [`MAX_ERROR_BODY`] bytes: reading stops at the end of the body, after `idle` without a
-/// chunk, or `deadline` after the call, whichever comes first, and what arrived is kept.
-/// (A per-chunk timeout alone lets a server that drips a byte a second hold the call for as
-/// long as it likes.)
-async fn read_bounded(
-    mut response: reqwest::Response,
-    mut out: Vec<u8>,
-    idle: Duration,
-    deadline: Duration,
-) -> Vec<u8> {
-    let deadline = tokio::time::Instant::now() + deadline;
-    while out.len() < MAX_ERROR_BODY {
-        let chunk_deadline = deadline.min(tokio::time::Instant::now() + idle);
-        match tokio::time::timeout_at(chunk_deadline, response.chunk()).await {
-            Ok(Ok(Some(chunk))) => out.extend_from_slice(&chunk),
-            _ => break,
-        }
+/// pi-engine's rules on a client builder: the same-origin redirect policy, the user agent,
+/// no decompression, `TCP_NODELAY`, the idle pool timeout.
+fn configure(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    builder
+        .user_agent(USER_AGENT)
+        .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            let same_origin = attempt
+                .previous()
+                .first()
+                .is_some_and(|first| first.origin() == attempt.url().origin());
+            if same_origin && attempt.previous().len() <= MAX_REDIRECTS {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        }))
+}
+
+impl ReqwestTransport {
+    /// The process-wide default (see [`Default`]).
+    pub fn new() -> Self {
+        ReqwestTransport::default()
     }
-    out.truncate(MAX_ERROR_BODY);
-    out
+
+    /// A transport on a client built from `builder`: its proxy, TLS, timeout and pool
+    /// settings are kept; the redirect policy is replaced by the same-origin rule (a key never
+    /// follows a redirect to another origin), and the user agent, `TCP_NODELAY` and the idle
+    /// pool timeout are set as for the default (call the builder's own methods for anything
+    /// else). The connect timeout is the builder's (none unless it sets one).
+    ///
+    /// An error if reqwest cannot build the client (e.g. a TLS backend that fails to load),
+    /// of kind [`ErrorKind::Config`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use pi_engine::StreamOptions;
+    /// use pi_engine::providers::http::ReqwestTransport;
+    ///
+    /// let transport = ReqwestTransport::from_builder(
+    ///     reqwest::Client::builder()
+    ///         .connect_timeout(Duration::from_secs(5))
+    ///         .pool_max_idle_per_host(4),
+    /// )
+    /// .unwrap();
+    /// let options = StreamOptions::new().with_transport(transport);
+    /// ```
+    pub fn from_builder(builder: reqwest::ClientBuilder) -> Result<Self, Error> {
+        let client = configure(builder).build().map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                format!("Cannot build the HTTP client: {}", error_chain(&e)),
+            )
+        })?;
+        Ok(ReqwestTransport { client })
+    }
+}
+
+#[async_trait::async_trait]
+impl HttpTransport for ReqwestTransport {
+    async fn send(&self, request: TransportRequest) -> Result<TransportResponse, Error> {
+        let response = self
+            .client
+            .request(request.method, request.url)
+            .headers(request.headers)
+            .body(request.body)
+            .send()
+            .await
+            .map_err(send_error)?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response
+            .bytes_stream()
+            .map(|chunk| chunk.map_err(body_error));
+        Ok(TransportResponse::new(status, headers, body))
+    }
 }
 
 /// A failure of the connection or of the HTTP exchange itself (no status).
-pub(crate) fn transport_error(error: reqwest::Error) -> Error {
+fn send_error(error: reqwest::Error) -> Error {
     let error = error.without_url();
     let kind = if error.is_timeout() {
         ErrorKind::Timeout
@@ -445,14 +321,12 @@ pub(crate) fn transport_error(error: reqwest::Error) -> Error {
     Error::new(kind, format!("Connection error: {}", error_chain(&error)))
 }
 
-/// The error for a body that stopped arriving for longer than the idle timeout.
-pub(crate) fn idle_timeout_error(idle: Duration) -> Error {
+/// A failure while reading the body of a response.
+fn body_error(error: reqwest::Error) -> Error {
+    let error = error.without_url();
     Error::new(
-        ErrorKind::Timeout,
-        format!(
-            "Request timed out: no data from the provider for {} s",
-            idle.as_secs_f64()
-        ),
+        ErrorKind::Connection,
+        format!("Connection lost while streaming: {}", error_chain(&error)),
     )
 }
 
@@ -469,127 +343,4 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         source = s.source();
     }
     out
-}
-
-/// The value of header `name` in `headers` (case-insensitive; the last one wins).
-#[cfg(test)]
-pub(crate) fn header_in<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .rev()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn prepared(policy: RetryPolicy, max_delay: Duration) -> Prepared {
-        Prepared {
-            url: reqwest::Url::parse("http://127.0.0.1:1/").unwrap(),
-            headers: HeaderMap::new(),
-            body: Bytes::new(),
-            retry: policy,
-            max_delay,
-            idle_timeout: Duration::from_secs(1),
-            error_body_timeout: Duration::from_secs(1),
-            secrets: Secrets::default(),
-        }
-    }
-
-    #[test]
-    fn retry_decisions() {
-        let p = prepared(RetryPolicy::default(), Duration::from_secs(10));
-        let rate = Error::new(ErrorKind::RateLimited, "429").with_status(429);
-        assert_eq!(p.retry_delay(&rate, 1), Some(Duration::from_secs(1)));
-        assert_eq!(p.retry_delay(&rate, 2), Some(Duration::from_secs(2)));
-        assert_eq!(p.retry_delay(&rate, 3), None, "budget of 2 retries");
-        let asked = rate.clone().with_retry_after(Some(Duration::from_secs(5)));
-        assert_eq!(p.retry_delay(&asked, 1), Some(Duration::from_secs(5)));
-        let too_long = rate.clone().with_retry_after(Some(Duration::from_secs(11)));
-        assert_eq!(p.retry_delay(&too_long, 1), None);
-        let quota = Error::new(ErrorKind::QuotaExceeded, "429 insufficient_quota").with_status(429);
-        assert_eq!(p.retry_delay(&quota, 1), None);
-        let bad = Error::new(ErrorKind::Status, "400").with_status(400);
-        assert_eq!(p.retry_delay(&bad, 1), None);
-        let none = prepared(RetryPolicy::none(), Duration::from_secs(10));
-        assert_eq!(none.retry_delay(&rate, 1), None);
-    }
-
-    #[test]
-    fn headers_merge_model_then_options() {
-        let model = Model::new("m", "x", "p", "http://127.0.0.1:9/").with_header("X-A", "model");
-        let options = StreamOptions::new().with_header("x-a", "options");
-        let p = HttpRequest::post_json("http://127.0.0.1:9/v1", serde_json::json!({}))
-            .header("x-a", "provider")
-            .header("x-b", "provider")
-            .prepare(&model, &options)
-            .unwrap();
-        assert_eq!(p.headers["x-a"], "options");
-        assert_eq!(p.headers["x-b"], "provider");
-        assert_eq!(p.headers["content-type"], "application/json");
-        let bad = HttpRequest::post_json("http://127.0.0.1:9/v1", serde_json::json!({}))
-            .header("x-key", "secret\nvalue")
-            .prepare(&model, &StreamOptions::new())
-            .unwrap_err();
-        assert!(!bad.message().contains("secret"));
-        assert_eq!(bad.kind(), ErrorKind::Config);
-    }
-
-    #[test]
-    fn debug_hides_credentials() {
-        let model =
-            Model::new("m", "x", "p", "http://127.0.0.1:9/").with_header("x-echo", "k-0123456789");
-        let options = StreamOptions::new()
-            .with_api_key("k-0123456789")
-            .with_header("x-visible", "shown");
-        let request = HttpRequest::post_json("http://127.0.0.1:9/v1", serde_json::json!({}))
-            .header("x-api-key", "k-0123456789")
-            .header("authorization", "Bearer k-0123456789");
-        assert!(!format!("{request:?}").contains("0123456789"));
-        let p = request.prepare(&model, &options).unwrap();
-        let shown = format!("{p:?}");
-        assert!(!shown.contains("0123456789"), "{shown}");
-        assert!(shown.contains(r#""x-visible": "shown""#), "{shown}");
-        assert!(p.headers["x-echo"].is_sensitive());
-        assert_eq!(
-            p.secrets.scrub("bad key k-0123456789"),
-            "bad key …[redacted]"
-        );
-    }
-
-    #[test]
-    fn pi_max_retries_option() {
-        let model = Model::new("m", "x", "p", "");
-        let request = || HttpRequest::post_json("http://127.0.0.1:9/v1", serde_json::json!({}));
-        let options = StreamOptions::new().with_extra("maxRetries", 5.into());
-        assert_eq!(
-            request()
-                .prepare(&model, &options)
-                .unwrap()
-                .retry
-                .max_retries,
-            5
-        );
-        let explicit = options.with_retry(RetryPolicy::none());
-        assert_eq!(
-            request()
-                .prepare(&model, &explicit)
-                .unwrap()
-                .retry
-                .max_retries,
-            0
-        );
-    }
-
-    #[test]
-    fn on_payload_sees_the_body() {
-        let model = Model::new("m", "x", "p", "");
-        let options = StreamOptions::new().with_on_payload(|b| b["added"] = true.into());
-        let p = HttpRequest::post_json("http://127.0.0.1:9/v1", serde_json::json!({"a": 1}))
-            .prepare(&model, &options)
-            .unwrap();
-        assert_eq!(&p.body[..], br#"{"a":1,"added":true}"#);
-    }
 }
