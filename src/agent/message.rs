@@ -263,28 +263,14 @@ impl<'de> Deserialize<'de> for CustomMessage {
 
 impl Serialize for AgentMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // The LLM message types write their own `role`.
         match self {
-            AgentMessage::User(m) => Tagged { role: "user", m }.serialize(s),
-            AgentMessage::Assistant(m) => Tagged {
-                role: "assistant",
-                m,
-            }
-            .serialize(s),
-            AgentMessage::ToolResult(m) => Tagged {
-                role: "toolResult",
-                m,
-            }
-            .serialize(s),
+            AgentMessage::User(m) => m.serialize(s),
+            AgentMessage::Assistant(m) => m.serialize(s),
+            AgentMessage::ToolResult(m) => m.serialize(s),
             AgentMessage::Custom(c) => c.serialize(s),
         }
     }
-}
-
-#[derive(Serialize)]
-struct Tagged<'a, T: Serialize> {
-    role: &'static str,
-    #[serde(flatten)]
-    m: &'a T,
 }
 
 // One pass over the input whatever the role, with the LLM layer's reader for its three roles

@@ -339,7 +339,8 @@ impl From<Vec<Content>> for UserContent {
 
 /// A message from the user.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+// Serialized with its role first, as pi writes it, on its own as in a `Message`.
+#[serde(tag = "role", rename = "user", rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct UserMessage {
     /// What the user said.
@@ -548,7 +549,8 @@ fn sum_counts(a: u64, b: u64, c: u64, d: u64) -> u64 {
 
 /// A reply from the model, complete or (while streaming) partial.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+// Serialized with its role first, as pi writes it, on its own as in a `Message`.
+#[serde(tag = "role", rename = "assistant", rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct AssistantMessage {
     /// Text, thinking and tool-call blocks, in the order the model produced them.
@@ -789,7 +791,8 @@ impl AssistantMessage {
 
 /// The result of running a tool, sent back to the model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+// Serialized with its role first, as pi writes it, on its own as in a `Message`.
+#[serde(tag = "role", rename = "toolResult", rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ToolResultMessage {
     /// The id of the call this answers.
@@ -855,7 +858,8 @@ impl ToolResultMessage {
 /// roles, a newer pi's) are [`AgentMessage::Custom`](crate::agent::AgentMessage::Custom), and
 /// [`convert_to_llm`](crate::session::convert_to_llm) decides what the model sees of them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "role", rename_all = "camelCase")]
+// Each message type writes its own `role`.
+#[serde(untagged)]
 #[non_exhaustive]
 pub enum Message {
     /// From the user.

@@ -133,8 +133,35 @@ fn read_fields<'de, F: Fields, A: MapAccess<'de>>(
     fields.finish()
 }
 
-/// `Deserialize` for a struct through its [`Fields`].
-struct StructVisitor<F>(&'static str, PhantomData<F>);
+/// Reads `map` into `F`, a message type read on its own: its `role` key, which it writes
+/// itself, may be present (once) and must be `role`.
+fn read_message_fields<'de, F: Fields, A: MapAccess<'de>>(
+    mut map: A,
+    role: &'static str,
+) -> Result<F::Out, A::Error> {
+    let mut fields = F::default();
+    let mut seen = false;
+    while let Some(key) = map.next_key::<Key<'de>>()? {
+        if key.0 == "role" {
+            if std::mem::replace(&mut seen, true) {
+                return Err(de::Error::duplicate_field("role"));
+            }
+            match map.next_value::<MaybeStr<'de>>()?.0 {
+                Some(found) if found == role => continue,
+                Some(found) => {
+                    return Err(de::Error::invalid_value(de::Unexpected::Str(&found), &role));
+                }
+                None => return Err(de::Error::custom("`role` must be a string")),
+            }
+        }
+        fields.entry(key, &mut map)?;
+    }
+    fields.finish()
+}
+
+/// `Deserialize` for a struct through its [`Fields`]; a message type's role, which it
+/// accepts as a key.
+struct StructVisitor<F>(&'static str, Option<&'static str>, PhantomData<F>);
 
 impl<'de, F: Fields> Visitor<'de> for StructVisitor<F> {
     type Value = F::Out;
@@ -142,7 +169,10 @@ impl<'de, F: Fields> Visitor<'de> for StructVisitor<F> {
         f.write_str(self.0)
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<F::Out, A::Error> {
-        read_fields::<F, A>(map, None)
+        match self.1 {
+            Some(role) => read_message_fields::<F, A>(map, role),
+            None => read_fields::<F, A>(map, None),
+        }
     }
 }
 
@@ -187,7 +217,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ExactVec<T> {
 /// Implements [`Fields`] and `Deserialize` for a struct with an `extra` map. Each field is
 /// `"wireName" => field: Type, req|opt` (`opt`: absent reads as `Default`, i.e. `None`).
 macro_rules! one_pass_struct {
-    ($ty:ident, $fields:ident, $expecting:literal,
+    ($ty:ident, $fields:ident, $expecting:literal $(, role = $role:literal)?,
      { $($json:literal => $field:ident: $fty:ty, $kind:tt;)* } $(, $rest:ident: $init:expr)?) => {
         #[derive(Default)]
         struct $fields {
@@ -227,7 +257,8 @@ macro_rules! one_pass_struct {
 
         impl<'de> Deserialize<'de> for $ty {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                d.deserialize_map(StructVisitor::<$fields>($expecting, PhantomData))
+                let role: Option<&'static str> = None $(.or(Some($role)))?;
+                d.deserialize_map(StructVisitor::<$fields>($expecting, role, PhantomData))
             }
         }
     };
@@ -324,12 +355,12 @@ impl<'de> Deserialize<'de> for StoredCount {
     }
 }
 
-one_pass_struct!(UserMessage, UserFields, "a user message", {
+one_pass_struct!(UserMessage, UserFields, "a user message", role = "user", {
     "content" => content: UserContent, req;
     "timestamp" => timestamp: i64, req;
 });
 
-one_pass_struct!(AssistantMessage, AssistantFields, "an assistant message", {
+one_pass_struct!(AssistantMessage, AssistantFields, "an assistant message", role = "assistant", {
     "content" => content: ExactVec<AssistantContent>, vec;
     "api" => api: String, req;
     "provider" => provider: String, req;
@@ -343,7 +374,7 @@ one_pass_struct!(AssistantMessage, AssistantFields, "an assistant message", {
     "timestamp" => timestamp: i64, req;
 }, error_detail: ErrorDetail::default());
 
-one_pass_struct!(ToolResultMessage, ToolResultFields, "a tool result message", {
+one_pass_struct!(ToolResultMessage, ToolResultFields, "a tool result message", role = "toolResult", {
     "toolCallId" => tool_call_id: String, req;
     "toolName" => tool_name: String, req;
     "content" => content: ExactVec<Content>, vec;
@@ -733,6 +764,42 @@ mod tests {
         let (a, b) = both::<Message>(&raw);
         assert!(a.unwrap_err().contains("unknown variant `developerNote`"));
         assert!(b.is_err());
+    }
+
+    #[test]
+    fn a_message_type_on_its_own_writes_and_reads_its_role() {
+        let user = UserMessage {
+            content: UserContent::Text("hi".into()),
+            timestamp: 1,
+            extra: Extra::new(),
+        };
+        let text = serde_json::to_string(&user).unwrap();
+        assert_eq!(text, r#"{"role":"user","content":"hi","timestamp":1}"#);
+        assert_eq!(
+            serde_json::to_string(&Message::User(user.clone())).unwrap(),
+            text
+        );
+        let (a, b) = both::<UserMessage>(&serde_json::from_str(&text).unwrap());
+        for back in [a.unwrap(), b.unwrap()] {
+            assert_eq!(back, user);
+            assert!(back.extra.is_empty(), "the role is not an extra field");
+        }
+        // Without a role, as before; with another role or twice, an error.
+        assert!(serde_json::from_str::<UserMessage>(r#"{"content":"hi","timestamp":1}"#).is_ok());
+        let e = serde_json::from_str::<UserMessage>(
+            r#"{"role":"assistant","content":"hi","timestamp":1}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("assistant"), "{e}");
+        assert!(
+            serde_json::from_str::<UserMessage>(
+                r#"{"role":"user","role":"user","content":"hi","timestamp":1}"#
+            )
+            .is_err()
+        );
+        let result = r#"{"role":"toolResult","toolCallId":"c","toolName":"t","content":[],"isError":false,"timestamp":2}"#;
+        let parsed: ToolResultMessage = serde_json::from_str(result).unwrap();
+        assert_eq!(serde_json::to_string(&parsed).unwrap(), result);
     }
 
     #[test]
