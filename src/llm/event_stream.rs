@@ -17,6 +17,7 @@
 //! Each event type says, through [`StreamEvent`], which events end the stream and how the
 //! result is folded from the events. Events after the terminal one are ignored.
 
+use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -26,7 +27,7 @@ use futures::Stream;
 use tokio::sync::mpsc;
 
 use crate::llm::event::{AssistantMessageEvent, PartialMessage};
-use crate::llm::message::AssistantMessage;
+use crate::llm::message::{AssistantMessage, StopReason};
 
 /// An event type that can travel in an [`EventStream`] ending in a result of type `R`.
 pub trait StreamEvent<R>: Sized + Send + 'static {
@@ -54,11 +55,22 @@ enum Source<E: StreamEvent<R>, R> {
     #[cfg_attr(not(feature = "http"), allow(dead_code))] // Used by the HTTP providers.
     PollFn(BoxPollFn<E, E::State>),
     Channel {
-        rx: mpsc::UnboundedReceiver<E>,
+        rx: mpsc::UnboundedReceiver<Item<E>>,
         producer: Option<BoxFuture>,
     },
     Finished,
 }
+
+/// What travels from an [`EventSender`] to its stream: an event, or the terminal event to be
+/// built from the state the stream has folded (the sender does not have it).
+enum Item<E> {
+    Event(E),
+    /// Called with the stream's state (`&E::State`, as `Any`: the sender's type does not
+    /// name the state's).
+    FromState(BuildFromState<E>),
+}
+
+type BuildFromState<E> = Box<dyn FnOnce(&dyn Any) -> E + Send>;
 
 /// An async stream of events `E` that ends in a result `R`.
 ///
@@ -79,8 +91,7 @@ enum Source<E: StreamEvent<R>, R> {
 /// stream.next().await;
 /// stream.next().await;
 /// assert_eq!(stream.partial().text(), "hi");
-/// let done = stream.partial().clone();
-/// tx.push(AssistantMessageEvent::Done { reason: StopReason::Stop, message: Box::new(done) });
+/// tx.done(StopReason::Stop); // the final message is the folded one
 /// assert_eq!(stream.result().await.text(), "hi");
 /// # }
 /// ```
@@ -176,10 +187,11 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
     }
 
     /// Stops folding the events that follow into the state, for a consumer that rebuilds
-    /// the result itself: the state (and `result`) then stay as they were. A pull source
-    /// that reads the state (the HTTP providers) keeps it folded.
+    /// the result itself: the state (and `result`) then stay as they were. A source that
+    /// reads the state keeps it folded: a pull source (the HTTP providers), and a channel,
+    /// whose sender may end the stream from the state ([`EventSender::done`]).
     pub(crate) fn stop_folding(&mut self) {
-        if !matches!(self.source, Source::PollFn(_)) {
+        if matches!(self.source, Source::Stream(_)) {
             self.fold = false;
         }
     }
@@ -201,15 +213,22 @@ impl<E: StreamEvent<R>, R> EventStream<E, R> {
             Source::Stream(s) => s.as_mut().poll_next(cx),
             Source::PollFn(poll) => poll(&self.state, cx),
             Source::Channel { rx, producer } => {
+                let state: &dyn Any = &self.state;
+                let event = |item: Option<Item<E>>| {
+                    item.map(|item| match item {
+                        Item::Event(event) => event,
+                        Item::FromState(build) => build(state),
+                    })
+                };
                 if let Poll::Ready(item) = rx.poll_recv(cx) {
-                    return Poll::Ready(item);
+                    return Poll::Ready(event(item));
                 }
                 if let Some(fut) = producer {
                     if fut.as_mut().poll(cx).is_ready() {
                         *producer = None;
                     }
                     // The producer may have pushed, or finished and dropped its sender.
-                    return rx.poll_recv(cx);
+                    return rx.poll_recv(cx).map(event);
                 }
                 Poll::Pending
             }
@@ -250,7 +269,7 @@ impl<E: StreamEvent<R>, R> Stream for EventStream<E, R> {
 
 /// The producer side of an [`EventStream`]. Cheap to clone.
 pub struct EventSender<E> {
-    tx: mpsc::UnboundedSender<E>,
+    tx: mpsc::UnboundedSender<Item<E>>,
 }
 
 impl<E> Clone for EventSender<E> {
@@ -273,7 +292,7 @@ impl<E> EventSender<E> {
     /// Pushes an event. Returns false when the stream has been dropped (the event is
     /// discarded; a producer should stop).
     pub fn push(&self, event: E) -> bool {
-        self.tx.send(event).is_ok()
+        self.tx.send(Item::Event(event)).is_ok()
     }
 
     /// True when the consuming stream has been dropped.
@@ -283,6 +302,86 @@ impl<E> EventSender<E> {
 
     /// Ends the stream from this sender's side (other clones may still push).
     pub fn end(self) {}
+}
+
+impl EventSender<AssistantMessageEvent> {
+    /// Ends the reply with `done`: the final message is the one the stream folded from the
+    /// events pushed before (their content, usage, ids), with `reason` as its stop reason.
+    /// A custom provider needs no copy of the message of its own; building the `Done` by hand
+    /// from the message it started with would replace the streamed content with nothing.
+    /// Returns false when the stream has been dropped.
+    ///
+    /// ```
+    /// use pi_engine::llm::{AssistantMessageEventStream, PartialMessage};
+    /// use pi_engine::{AssistantMessage, AssistantMessageEvent as E, StopReason};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let (tx, stream) =
+    ///     AssistantMessageEventStream::channel(PartialMessage::new(AssistantMessage::new("echo", "local", "echo-1")));
+    /// tx.push(E::Start);
+    /// tx.push(E::TextStart { content_index: 0 });
+    /// tx.push(E::TextDelta { content_index: 0, delta: "hello".into() });
+    /// tx.push(E::TextEnd { content_index: 0, content: "hello".into() });
+    /// tx.done(StopReason::Stop);
+    /// let reply = stream.result().await;
+    /// assert_eq!((reply.text(), reply.stop_reason), ("hello".to_owned(), StopReason::Stop));
+    /// # }
+    /// ```
+    pub fn done(&self, reason: StopReason) -> bool {
+        self.end_from_state(move |partial| {
+            let mut message = partial.message().clone();
+            message.stop_reason = reason.clone();
+            AssistantMessageEvent::Done {
+                reason,
+                message: Box::new(message),
+            }
+        })
+    }
+
+    /// Ends the reply with `error`: the final message is the one the stream folded, failed
+    /// with `error` (stop reason `aborted` when `error` [is an abort](crate::Error::is_aborted),
+    /// `error` otherwise), so the content streamed so far is kept. Returns false when the
+    /// stream has been dropped.
+    pub fn error(&self, error: crate::Error) -> bool {
+        self.end_from_state(move |partial| {
+            let message = partial.message().clone().with_error(error);
+            AssistantMessageEvent::Error {
+                reason: message.stop_reason.clone(),
+                error: Box::new(message),
+            }
+        })
+    }
+
+    /// Ends the reply as the cancellation contract of
+    /// [`ApiProvider`](crate::ApiProvider) asks: `error` with stop reason `aborted` and pi's
+    /// text "Request was aborted", keeping the content streamed so far. Returns false when the
+    /// stream has been dropped.
+    pub fn aborted(&self) -> bool {
+        self.error(crate::Error::new(
+            crate::ErrorKind::Aborted,
+            "Request was aborted",
+        ))
+    }
+
+    fn end_from_state(
+        &self,
+        build: impl FnOnce(&PartialMessage) -> AssistantMessageEvent + Send + 'static,
+    ) -> bool {
+        let build = move |state: &dyn Any| match state.downcast_ref::<PartialMessage>() {
+            Some(partial) => build(partial),
+            // An assistant-message stream's state is always a `PartialMessage`.
+            None => AssistantMessageEvent::Error {
+                reason: StopReason::Error,
+                error: Box::new(
+                    AssistantMessage::new("", "", "").with_error(crate::Error::new(
+                        crate::ErrorKind::Provider,
+                        "internal: the stream's state is not a partial message",
+                    )),
+                ),
+            },
+        };
+        self.tx.send(Item::FromState(Box::new(build))).is_ok()
+    }
 }
 
 /// The stream of one model reply: [`AssistantMessageEvent`]s ending in the final
@@ -374,24 +473,77 @@ mod tests {
     #[tokio::test]
     async fn stop_folding_leaves_the_state_as_it_was() {
         use futures::StreamExt;
-        let (tx, mut stream) = AssistantMessageEventStream::channel(PartialMessage::new(
-            AssistantMessage::new("a", "p", "m"),
-        ));
-        tx.push(AssistantMessageEvent::TextStart { content_index: 0 });
-        tx.push(AssistantMessageEvent::TextDelta {
-            content_index: 0,
-            delta: "seen".into(),
-        });
-        tx.push(AssistantMessageEvent::TextDelta {
-            content_index: 0,
-            delta: " unfolded".into(),
-        });
+        let events = [
+            AssistantMessageEvent::TextStart { content_index: 0 },
+            AssistantMessageEvent::TextDelta {
+                content_index: 0,
+                delta: "seen".into(),
+            },
+            AssistantMessageEvent::TextDelta {
+                content_index: 0,
+                delta: " unfolded".into(),
+            },
+        ];
+        let mut stream = AssistantMessageEventStream::from_stream(
+            PartialMessage::new(AssistantMessage::new("a", "p", "m")),
+            futures::stream::iter(events),
+        );
         stream.next().await.unwrap();
         stream.next().await.unwrap();
         stream.stop_folding();
         let event = stream.next().await.unwrap();
         assert!(matches!(event, AssistantMessageEvent::TextDelta { .. }));
         assert_eq!(stream.partial().text(), "seen");
+    }
+
+    #[tokio::test]
+    async fn the_sender_ends_a_reply_from_the_folded_message() {
+        let start = || PartialMessage::new(AssistantMessage::new("a", "p", "m"));
+        let text = |tx: &EventSender<AssistantMessageEvent>| {
+            tx.push(AssistantMessageEvent::Start);
+            tx.push(AssistantMessageEvent::TextStart { content_index: 0 });
+            tx.push(AssistantMessageEvent::TextDelta {
+                content_index: 0,
+                delta: "kept".into(),
+            });
+        };
+        let (tx, stream) = AssistantMessageEventStream::channel(start());
+        text(&tx);
+        assert!(tx.done(StopReason::Length));
+        let events: Vec<_> = stream.collect().await;
+        let Some(AssistantMessageEvent::Done { reason, message }) = events.last() else {
+            panic!("{events:?}")
+        };
+        assert_eq!(
+            (reason, message.text().as_str()),
+            (&StopReason::Length, "kept")
+        );
+        assert_eq!(message.stop_reason, StopReason::Length);
+
+        // The state is read when the terminal event is reached, even by a consumer that
+        // stopped folding (a channel keeps its fold).
+        let (tx, mut stream) = AssistantMessageEventStream::channel(start());
+        text(&tx);
+        tx.error(crate::Error::new(crate::ErrorKind::Overloaded, "busy"));
+        stream.next().await;
+        stream.stop_folding();
+        let reply = stream.result().await;
+        assert_eq!(reply.text(), "kept");
+        assert_eq!(reply.stop_reason, StopReason::Error);
+        assert_eq!(reply.error().unwrap().kind(), crate::ErrorKind::Overloaded);
+
+        let (tx, stream) = AssistantMessageEventStream::channel(start());
+        text(&tx);
+        tx.aborted();
+        let reply = stream.result().await;
+        assert_eq!(reply.stop_reason, StopReason::Aborted);
+        assert_eq!(reply.error_message.as_deref(), Some("Request was aborted"));
+        assert_eq!(reply.text(), "kept");
+
+        // After the stream is gone the helpers say so.
+        let (tx, stream) = AssistantMessageEventStream::channel(start());
+        drop(stream);
+        assert!(!tx.done(StopReason::Stop));
     }
 
     #[tokio::test]

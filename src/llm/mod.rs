@@ -52,7 +52,7 @@ pub use message::{
     StopReason, TextContent, ThinkingContent, Tool, ToolCall, ToolResultMessage, Usage,
     UserContent, UserMessage, now_millis,
 };
-pub use model::{InputModality, Model, ModelCost, api};
+pub use model::{InputModality, Model, ModelBuilder, ModelCost, api};
 pub use models::{ModelRegistry, calculate_cost, get_model, get_models, get_providers};
 pub use options::{
     ApiKey, CacheRetention, DEFAULT_ERROR_BODY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, PayloadHook,

@@ -187,8 +187,35 @@ fn default_input() -> Vec<InputModality> {
 }
 
 impl Model {
-    /// A model with the given identity and endpoint; text input, no reasoning, zero prices,
-    /// a 128k context window and 16k output tokens until set otherwise.
+    /// A builder that names each part ([`ModelBuilder`]): the four strings of
+    /// [`new`](Self::new) cannot be swapped by mistake.
+    ///
+    /// ```
+    /// use pi_engine::Model;
+    /// use pi_engine::llm::api;
+    ///
+    /// let model = Model::builder()
+    ///     .id("qwen3-8b")
+    ///     .api(api::OPENAI_COMPLETIONS)
+    ///     .provider("llama-cpp")
+    ///     .base_url("http://127.0.0.1:8080/v1")
+    ///     .keyless(true)
+    ///     .context_window(32_768)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!((model.id.as_str(), model.name.as_str()), ("qwen3-8b", "qwen3-8b"));
+    /// assert!(Model::builder().id("x").build().is_err(), "no api, no provider");
+    /// ```
+    pub fn builder() -> ModelBuilder {
+        ModelBuilder {
+            model: Model::new("", "", "", ""),
+        }
+    }
+
+    /// A model with the given identity and endpoint, in this order: `id`, `api`, `provider`,
+    /// `base_url` (prefer [`builder`](Self::builder), which names them); text input, no
+    /// reasoning, zero prices, a 128k context window and 16k output tokens until set
+    /// otherwise.
     pub fn new(
         id: impl Into<String>,
         api: impl Into<String>,
@@ -296,5 +323,149 @@ impl Model {
     /// The `compat` field `key`, if set.
     pub fn compat_value(&self, key: &str) -> Option<&Value> {
         self.compat.as_ref().and_then(|c| c.get(key))
+    }
+}
+
+/// Builds a [`Model`] part by part ([`Model::builder`]); [`build`](Self::build) checks that
+/// the id, the api and the provider are set. Defaults as [`Model::new`]: the name is the id,
+/// text input, no reasoning, zero prices, a 128k context window, 16k output tokens.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ModelBuilder {
+    model: Model,
+}
+
+impl ModelBuilder {
+    /// The id sent to the provider (required).
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.model.id = id.into();
+        self
+    }
+
+    /// The display name (the id when not set).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.model.name = name.into();
+        self
+    }
+
+    /// The wire api (required; [`api`] has the known ones).
+    pub fn api(mut self, api: impl Into<String>) -> Self {
+        self.model.api = api.into();
+        self
+    }
+
+    /// The provider (required): the name its API keys and compat defaults are found by.
+    pub fn provider(mut self, provider: impl Into<String>) -> Self {
+        self.model.provider = provider.into();
+        self
+    }
+
+    /// The endpoint's base URL.
+    pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.model.base_url = base_url.into();
+        self
+    }
+
+    /// Whether the model can reason.
+    pub fn reasoning(mut self, reasoning: bool) -> Self {
+        self.model.reasoning = reasoning;
+        self
+    }
+
+    /// The accepted inputs.
+    pub fn input(mut self, input: Vec<InputModality>) -> Self {
+        self.model.input = input;
+        self
+    }
+
+    /// The prices (dollars per million tokens).
+    pub fn cost(mut self, cost: ModelCost) -> Self {
+        self.model.cost = cost;
+        self
+    }
+
+    /// The context window in tokens.
+    pub fn context_window(mut self, tokens: u64) -> Self {
+        self.model.context_window = tokens;
+        self
+    }
+
+    /// The most output tokens.
+    pub fn max_tokens(mut self, tokens: u64) -> Self {
+        self.model.max_tokens = tokens;
+        self
+    }
+
+    /// A header sent with every request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.model = self.model.with_header(name, value);
+        self
+    }
+
+    /// Whether the endpoint takes no API key (see [`Model::keyless`]).
+    pub fn keyless(mut self, keyless: bool) -> Self {
+        self.model.keyless = keyless;
+        self
+    }
+
+    /// The `compat` object (pi's per-api compatibility settings).
+    pub fn compat(mut self, compat: Value) -> Self {
+        self.model.compat = Some(compat);
+        self
+    }
+
+    /// The model, or an error of kind [`ErrorKind::Config`](crate::ErrorKind::Config) naming
+    /// the first required part that is missing (id, api, provider).
+    pub fn build(self) -> Result<Model, crate::Error> {
+        let mut model = self.model;
+        for (part, value) in [
+            ("an id", &model.id),
+            ("an api", &model.api),
+            ("a provider", &model.provider),
+        ] {
+            if value.is_empty() {
+                return Err(crate::Error::new(
+                    crate::ErrorKind::Config,
+                    format!("A model needs {part}"),
+                ));
+            }
+        }
+        if model.name.is_empty() {
+            model.name.clone_from(&model.id);
+        }
+        Ok(model)
+    }
+}
+
+#[cfg(test)]
+mod builder_tests {
+    use super::*;
+
+    #[test]
+    fn the_builder_names_what_is_missing_and_matches_new() {
+        let full = || {
+            Model::builder()
+                .id("m")
+                .api("openai-completions")
+                .provider("p")
+        };
+        for (builder, missing) in [
+            (full().id(""), "an id"),
+            (full().api(""), "an api"),
+            (full().provider(""), "a provider"),
+        ] {
+            let error = builder.build().unwrap_err();
+            assert_eq!(error.kind(), crate::ErrorKind::Config);
+            assert_eq!(error.message(), format!("A model needs {missing}"));
+        }
+        let built = full()
+            .base_url("http://127.0.0.1:1/v1")
+            .header("x", "y")
+            .build()
+            .unwrap();
+        let new = Model::new("m", "openai-completions", "p", "http://127.0.0.1:1/v1")
+            .with_header("x", "y");
+        assert_eq!(built, new);
+        assert_eq!(full().name("Named").build().unwrap().name, "Named");
     }
 }

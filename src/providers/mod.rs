@@ -103,7 +103,8 @@ pub(crate) mod wire_count;
 ///
 /// ```
 /// use std::time::Duration;
-/// use pi_engine::{ApiProvider, AssistantMessage, AssistantMessageEvent, CancellationToken, Context, Error, ErrorKind, Model, StopReason, StreamOptions, llm::{AssistantMessageEventStream, PartialMessage}};
+/// use pi_engine::llm::{AssistantMessageEventStream, PartialMessage};
+/// use pi_engine::{ApiProvider, AssistantMessage, AssistantMessageEvent, CancellationToken, Context, Model, StopReason, StreamOptions};
 ///
 /// /// Says "tick" every 10 ms until it is cancelled.
 /// struct Ticker;
@@ -112,7 +113,7 @@ pub(crate) mod wire_count;
 ///     fn api(&self) -> &str { "ticker" }
 ///     fn stream(&self, model: &Model, _: &Context, options: &StreamOptions) -> AssistantMessageEventStream {
 ///         let start = AssistantMessage::new(&model.api, &model.provider, &model.id);
-///         let (tx, stream) = AssistantMessageEventStream::channel(PartialMessage::new(start.clone()));
+///         let (tx, stream) = AssistantMessageEventStream::channel(PartialMessage::new(start));
 ///         let cancel = options.cancel.clone().unwrap_or_default();
 ///         tokio::spawn(async move {
 ///             tx.push(AssistantMessageEvent::Start);
@@ -128,12 +129,9 @@ pub(crate) mod wire_count;
 ///                 }
 ///             }
 ///             // The contract: end the open block, then `error` with an aborted message that
-///             // keeps what was streamed.
-///             tx.push(AssistantMessageEvent::TextEnd { content_index: 0, content: text.clone() });
-///             let aborted = start
-///                 .with_content(vec![pi_engine::AssistantContent::text(text)])
-///                 .with_error(Error::new(ErrorKind::Aborted, "Request was aborted"));
-///             tx.push(AssistantMessageEvent::Error { reason: StopReason::Aborted, error: Box::new(aborted) });
+///             // keeps what was streamed (`aborted` builds it from the folded message).
+///             tx.push(AssistantMessageEvent::TextEnd { content_index: 0, content: text });
+///             tx.aborted();
 ///         });
 ///         stream
 ///     }
