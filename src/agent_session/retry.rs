@@ -1,22 +1,11 @@
 //! Which failed replies are retried or compacted, and how long to wait (pi's
 //! `_isRetryableError`, `isContextOverflow`).
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
-use regex::Regex;
-
 use super::settings::RetrySettings;
-use crate::llm::error::ErrorKind;
+use crate::llm::error::RetryVerdict;
 use crate::llm::message::{AssistantMessage, StopReason};
-
-/// pi's auto-retry pattern (`agent-session.ts _isRetryableError`), case-insensitive.
-const PI_RETRYABLE: &str = r"(?i)overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without|http2 request did not get a response|timed? out|timeout|terminated|retry delay";
-
-fn pi_retryable() -> Option<&'static Regex> {
-    static RE: OnceLock<Option<Regex>> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(PI_RETRYABLE).ok()).as_ref()
-}
 
 /// True when the reply failed because the context did not fit (pi's `isContextOverflow`):
 /// an error classified as an overflow; a reply that "succeeded" with more input than the
@@ -36,36 +25,28 @@ pub(crate) fn is_context_overflow(message: &AssistantMessage, context_window: u6
     }
 }
 
-/// True when a failed reply is worth retrying: its typed error says so
-/// ([`Error::is_retryable`](crate::Error::is_retryable)), or — unless the error is of a kind
-/// that never passes (quota, credentials, configuration, refusal) — its text matches pi's
-/// pattern. Context overflows are not retried here: compaction handles them.
+/// True when a failed reply is worth retrying, by the crate's one classifier
+/// ([`Error::retry_verdict`](crate::Error::retry_verdict)): its typed kind first, pi's text
+/// pattern where the kind does not decide. Context overflows are not retried here:
+/// compaction handles them.
 pub(crate) fn is_retryable(message: &AssistantMessage, context_window: u64) -> bool {
     if message.stop_reason != StopReason::Error {
         return false;
     }
-    let Some(text) = message.error_message.as_deref().filter(|t| !t.is_empty()) else {
+    if message.error_message.as_deref().is_none_or(str::is_empty) {
         return false;
-    };
+    }
     if is_context_overflow(message, context_window) {
         return false;
     }
     let Some(error) = message.error() else {
         return false;
     };
-    if error.is_retryable() {
-        return true;
+    match error.retry_verdict() {
+        RetryVerdict::Retry => true,
+        RetryVerdict::Never => false,
+        _ => error.matches_retry_text(),
     }
-    let definite = matches!(
-        error.kind(),
-        ErrorKind::QuotaExceeded
-            | ErrorKind::Auth
-            | ErrorKind::Config
-            | ErrorKind::Refused
-            | ErrorKind::Aborted
-            | ErrorKind::ContextOverflow
-    );
-    !definite && pi_retryable().is_some_and(|re| re.is_match(text))
 }
 
 /// The wait before retry `attempt` (from 1): `base × 2^(attempt−1)`, or the server's
@@ -84,7 +65,7 @@ pub(crate) fn retry_delay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::error::Error;
+    use crate::llm::error::{Error, ErrorKind};
     use crate::llm::message::Usage;
 
     fn failed(text: &str) -> AssistantMessage {
@@ -163,5 +144,35 @@ mod tests {
         assert_eq!(secs(1, Some(Duration::from_secs(10))), 10_000);
         assert_eq!(secs(3, Some(Duration::from_secs(1))), 8000);
         assert_eq!(secs(1, Some(Duration::from_secs(600))), 60_000);
+    }
+
+    #[test]
+    fn the_session_and_the_transport_share_one_classifier() {
+        let cases = [
+            Error::new(ErrorKind::RateLimited, "429 Too Many Requests").with_status(429),
+            Error::new(ErrorKind::QuotaExceeded, "429 insufficient_quota").with_status(429),
+            Error::new(ErrorKind::Status, "409 Conflict").with_status(409),
+            Error::new(ErrorKind::Status, "400 bad request").with_status(400),
+            Error::new(ErrorKind::Status, "400 Provider returned error").with_status(400),
+            Error::new(ErrorKind::Provider, "Provider returned error"),
+            Error::new(ErrorKind::Provider, "You asked for something odd"),
+            Error::new(ErrorKind::Timeout, "Request timed out"),
+            Error::new(ErrorKind::Auth, "401 rate limit of keys"),
+            Error::new(ErrorKind::Aborted, "Request was aborted"),
+        ];
+        for error in cases {
+            let message = AssistantMessage::new("a", "p", "m").with_error(error.clone());
+            let session = is_retryable(&message, 0);
+            match error.retry_verdict() {
+                // What the transport retries, the session retries.
+                RetryVerdict::Retry => assert!(session, "{error}"),
+                RetryVerdict::Never => assert!(!session, "{error}"),
+                // Undecided: pi's pattern decides for the session only.
+                _ => {
+                    assert!(!error.is_retryable(), "{error}");
+                    assert_eq!(session, error.matches_retry_text(), "{error}");
+                }
+            }
+        }
     }
 }

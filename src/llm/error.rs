@@ -209,18 +209,59 @@ impl Error {
         self.inner.retry_after
     }
 
-    /// True when trying the same request again later may succeed: rate limits (but not an
-    /// exhausted quota), overloaded or unavailable servers, 5xx statuses, broken connections
-    /// and timeouts.
+    /// True when trying the same request again later may succeed, by the error's kind:
+    /// rate limits (but not an exhausted quota), overloaded or unavailable servers, statuses
+    /// 408, 409 and 5xx, broken connections and timeouts. This is the rule the transport's
+    /// retries follow; a session's retries also retry an error of an undecided kind whose
+    /// text matches pi's pattern (see [`retry_verdict`](Self::retry_verdict)).
     pub fn is_retryable(&self) -> bool {
+        self.retry_verdict() == RetryVerdict::Retry
+    }
+
+    /// Whether retrying may help, by the one rule both retry layers share: the typed kind
+    /// (and status) first; where they do not decide (a provider's own error, a response that
+    /// could not be read, a status such as 400), [`RetryVerdict::ByText`]: pi's session
+    /// retries then match the message against pi's pattern (`overloaded`, `rate limit`,
+    /// `502`, `fetch failed`, …), while the transport does not retry.
+    ///
+    /// ```
+    /// use pi_engine::{Error, ErrorKind};
+    /// use pi_engine::llm::RetryVerdict;
+    ///
+    /// let e = Error::new(ErrorKind::Status, "503 Service Unavailable").with_status(503);
+    /// assert_eq!(e.retry_verdict(), RetryVerdict::Retry);
+    /// let e = Error::new(ErrorKind::QuotaExceeded, "429 insufficient_quota").with_status(429);
+    /// assert_eq!(e.retry_verdict(), RetryVerdict::Never);
+    /// let e = Error::new(ErrorKind::Provider, "Provider returned error");
+    /// assert_eq!(e.retry_verdict(), RetryVerdict::ByText);
+    /// assert!(e.matches_retry_text());
+    /// ```
+    pub fn retry_verdict(&self) -> RetryVerdict {
         match self.inner.kind {
             ErrorKind::RateLimited
             | ErrorKind::Overloaded
             | ErrorKind::Connection
-            | ErrorKind::Timeout => true,
-            ErrorKind::Status => matches!(self.inner.status, Some(s) if s == 408 || s >= 500),
-            _ => false,
+            | ErrorKind::Timeout => RetryVerdict::Retry,
+            ErrorKind::QuotaExceeded
+            | ErrorKind::Auth
+            | ErrorKind::Config
+            | ErrorKind::Refused
+            | ErrorKind::Aborted
+            | ErrorKind::ContextOverflow => RetryVerdict::Never,
+            ErrorKind::Status if matches!(self.inner.status, Some(408 | 409 | 500..)) => {
+                RetryVerdict::Retry
+            }
+            _ => RetryVerdict::ByText,
         }
+    }
+
+    /// True when the message matches pi's auto-retry pattern (`agent-session.ts`
+    /// `_isRetryableError`), which decides for the [`RetryVerdict::ByText`] errors.
+    pub fn matches_retry_text(&self) -> bool {
+        static RE: OnceLock<Option<Regex>> = OnceLock::new();
+        RE.get_or_init(|| Regex::new(PI_RETRYABLE).ok())
+            .as_ref()
+            .is_some_and(|re| re.is_match(&self.inner.message))
     }
 
     /// True when the provider is rate limiting this caller.
@@ -248,6 +289,23 @@ impl Error {
         self.inner.kind == ErrorKind::Timeout
     }
 }
+
+/// What [`Error::retry_verdict`] says about retrying a failed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RetryVerdict {
+    /// Retrying may succeed (rate limit, overload, 5xx, broken connection, timeout).
+    Retry,
+    /// Retrying cannot succeed (quota, credentials, configuration, refusal, abort, context
+    /// overflow: compaction handles that one).
+    Never,
+    /// The kind does not decide; pi's text pattern does, for a session's retries
+    /// ([`Error::matches_retry_text`]). The transport does not retry these.
+    ByText,
+}
+
+/// pi's auto-retry pattern (`agent-session.ts _isRetryableError`), case-insensitive.
+const PI_RETRYABLE: &str = r"(?i)overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without|http2 request did not get a response|timed? out|timeout|terminated|retry delay";
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -44,7 +44,7 @@ pub(crate) mod tool_args;
 pub(crate) mod validation;
 
 pub use env_keys::{AMBIENT_CREDENTIALS, env_api_key, env_var_names, resolve_api_key};
-pub use error::{Error, ErrorKind};
+pub use error::{Error, ErrorKind, RetryVerdict};
 pub use event::{AssistantMessageEvent, PartialMessage};
 pub use event_stream::{AssistantMessageEventStream, EventSender, EventStream, StreamEvent};
 pub use message::{

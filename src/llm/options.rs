@@ -85,7 +85,15 @@ pub enum CacheRetention {
 ///
 /// The delay before attempt *n* is `base_delay × 2^(n−1)`, capped by `max_delay`; a
 /// `Retry-After` the provider sends wins when it is shorter than `max_delay` (a longer one
-/// ends the retries). An exhausted quota is never retried.
+/// ends the retries, as pi's `maxRetryDelayMs` says: the call fails with the rate-limit
+/// error at once). What is retried is decided by [`Error::is_retryable`](crate::Error::is_retryable),
+/// the crate's one classifier; an exhausted quota is never retried.
+///
+/// This is the first of pi's two retry layers (`retry.provider` in pi's settings). The
+/// second, an [`AgentSession`](crate::agent_session::AgentSession)'s retries of a whole
+/// failed turn (`retry.maxRetries`, `retry.baseDelayMs`), uses the same classifier plus pi's
+/// text pattern for the errors whose kind does not decide, and caps a long `Retry-After` at
+/// its own maximum delay instead of giving up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RetryPolicy {

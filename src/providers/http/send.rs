@@ -350,14 +350,9 @@ impl Prepared {
         if attempt > self.retry.max_retries {
             return None;
         }
-        let retryable = match error.kind() {
-            ErrorKind::RateLimited | ErrorKind::Overloaded | ErrorKind::Connection => true,
-            ErrorKind::Status | ErrorKind::Timeout => {
-                matches!(error.status(), Some(408 | 409) | Some(500..))
-            }
-            _ => false,
-        };
-        if !retryable {
+        // The crate's one classifier; what only pi's text pattern would retry is left to
+        // the session's retries.
+        if !error.is_retryable() {
             return None;
         }
         match error.retry_after() {
@@ -448,6 +443,19 @@ mod tests {
         assert_eq!(p.retry_delay(&bad, 1), None);
         let none = prepared(RetryPolicy::none(), Duration::from_secs(10));
         assert_eq!(none.retry_delay(&rate, 1), None);
+        // The transport follows the crate's classifier: what it decides, not pi's text.
+        for error in [
+            Error::new(ErrorKind::Status, "409 Conflict").with_status(409),
+            Error::new(ErrorKind::Timeout, "no response head"),
+            Error::new(ErrorKind::Status, "400 Provider returned error").with_status(400),
+            Error::new(ErrorKind::Provider, "overloaded"),
+        ] {
+            assert_eq!(
+                p.retry_delay(&error, 1).is_some(),
+                error.is_retryable(),
+                "{error}"
+            );
+        }
     }
 
     #[test]
