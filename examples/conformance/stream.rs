@@ -31,6 +31,10 @@ pub(crate) async fn run(path: &str) -> Result<(), String> {
     }
     let registry = ApiRegistry::global();
     let simple = request.options.reasoning.is_some();
+    // The contract's counting mode: every event consumed (and folded), only the final
+    // message printed, to be timed beside clients that only count events.
+    let count_only = std::env::var_os("PERF_MODE").is_some_and(|m| m == "count");
+    let mut events = 0usize;
     // Millions of short lines: one large buffer straight to the file descriptor (stdout's own
     // line buffering would copy every block a second time).
     let mut out = std::io::BufWriter::with_capacity(1 << 20, raw_stdout());
@@ -41,7 +45,11 @@ pub(crate) async fn run(path: &str) -> Result<(), String> {
             registry.stream(&request.model, &request.context, &request.options)
         };
         while let Some(event) = stream.next().await {
-            write_line(&mut out, &event)?;
+            if count_only {
+                events += 1;
+            } else {
+                write_line(&mut out, &event)?;
+            }
         }
         let message = stream.result().await;
         out.write_all(br#"{"type":"__final_message__","message":"#)
@@ -51,6 +59,9 @@ pub(crate) async fn run(path: &str) -> Result<(), String> {
             .and_then(|()| out.write_all(b"}\n"))
             .map_err(|e| format!("write: {e}"))?;
         out.flush().map_err(|e| format!("write: {e}"))?;
+    }
+    if count_only {
+        eprintln!("events: {events}");
     }
     Ok(())
 }
