@@ -157,19 +157,24 @@ fn anthropic(
     );
 }
 
-/// Models that think adaptively with an effort instead of a budget (Anthropic's check
-/// looks at the id only).
-fn anthropic_adaptive(id: &str) -> bool {
-    [
-        "opus-4-6",
-        "opus-4.6",
-        "opus-4-7",
-        "opus-4.7",
-        "sonnet-4-6",
-        "sonnet-4.6",
-    ]
-    .iter()
-    .any(|s| id.contains(s))
+/// Claude models that think adaptively, with an effort instead of a budget: the one list the
+/// Anthropic provider, `stream_simple`'s mapping and Bedrock's check share (pi keeps three).
+/// Each is matched as written and with its version dotted (`opus-4.6`).
+pub(crate) const ADAPTIVE_THINKING_MODELS: &[&str] = &["opus-4-6", "opus-4-7", "sonnet-4-6"];
+
+/// True when `id` names an adaptive-thinking model (Anthropic's check: the id as it is).
+pub(crate) fn anthropic_adaptive(id: &str) -> bool {
+    ADAPTIVE_THINKING_MODELS
+        .iter()
+        .any(|m| id.contains(m) || id.contains(&dotted(m)))
+}
+
+/// `opus-4-6` as `opus-4.6`: the last `-` of the version becomes a `.`.
+fn dotted(model: &str) -> String {
+    match model.rfind('-') {
+        Some(i) => format!("{}.{}", &model[..i], &model[i + 1..]),
+        None => model.to_owned(),
+    }
 }
 
 fn bedrock(
@@ -221,11 +226,9 @@ fn bedrock_adaptive(model: &Model) -> bool {
     candidates.into_iter().any(|value| {
         let lower = value.to_lowercase();
         let dashed = dash_separators(&lower);
-        [lower, dashed].iter().any(|s| {
-            ["opus-4-6", "opus-4-7", "sonnet-4-6"]
-                .iter()
-                .any(|p| s.contains(p))
-        })
+        [lower, dashed]
+            .iter()
+            .any(|s| ADAPTIVE_THINKING_MODELS.iter().any(|p| s.contains(p)))
     })
 }
 
