@@ -280,10 +280,7 @@ impl JsonlFileWriter {
             st.draining = true;
         }
         let guard = DrainGuard(self.inner.clone());
-        let run = move || {
-            guard.0.drain();
-            drop(guard);
-        };
+        let run = move || guard.drain();
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 // The guard fails the queued appends should the task never run.
@@ -303,24 +300,42 @@ impl JsonlFileWriter {
 }
 
 impl FileInner {
-    /// Writes queued appends, oldest first, until the queue is empty.
-    fn drain(&self) {
+    /// The next queued append; `None` (and the drainer's flag cleared) when there is none.
+    fn next_job(&self) -> Option<Job> {
+        let mut st = lock(&self.state);
+        let job = st.queue.pop_front();
+        if job.is_none() {
+            st.draining = false;
+        }
+        job
+    }
+}
+
+impl DrainGuard {
+    /// Writes queued appends, oldest first, until the queue is empty. The last reply is sent
+    /// after the drainer let go of the file, so a caller that drops its session once the
+    /// last append is acknowledged finds the file closed (and its lock released).
+    fn drain(self) {
+        let Some(mut job) = self.0.next_job() else {
+            return;
+        };
         loop {
-            let job = {
-                let mut st = lock(&self.state);
-                match st.queue.pop_front() {
-                    Some(job) => job,
-                    None => {
-                        st.draining = false;
-                        return;
-                    }
+            let result = self.0.write(&job.lines);
+            match self.0.next_job() {
+                Some(next) => {
+                    std::mem::replace(&mut job, next).reply.send(result);
                 }
-            };
-            let result = self.write(&job.lines);
-            job.reply.send(result);
+                None => {
+                    drop(self);
+                    job.reply.send(result);
+                    return;
+                }
+            }
         }
     }
+}
 
+impl FileInner {
     fn create(&self) -> Result<&File> {
         if let Some(dir) = self.path.parent()
             && !dir.as_os_str().is_empty()
@@ -451,8 +466,7 @@ impl SessionWriter for JsonlFileWriter {
                 drop(st);
                 let guard = DrainGuard(self.inner.clone());
                 let result = guard.0.write(&lines);
-                guard.0.drain();
-                drop(guard);
+                guard.drain();
                 return result;
             }
         };
