@@ -1024,7 +1024,10 @@ async fn switching_to_a_smaller_window_compacts_first_and_reclamps_thinking() {
         .build()
         .unwrap();
     assert_eq!(
-        session.set_thinking_level(ThinkingLevel::High).await.unwrap(),
+        session
+            .set_thinking_level(ThinkingLevel::High)
+            .await
+            .unwrap(),
         ThinkingLevel::High
     );
     chat(&session, &faux, 4, 8000).await; // about 16 000 tokens: too much for 20 000 - 16 384
@@ -1441,7 +1444,10 @@ async fn a_session_written_by_agent_session_opens_in_pi_with_the_same_context() 
         .navigate_tree(&first, NavigateOptions::new().summarize())
         .await
         .unwrap();
-    session.set_session_name("written by AgentSession").await.unwrap();
+    session
+        .set_session_name("written by AgentSession")
+        .await
+        .unwrap();
     faux.push(FauxResponse::text("a new start"));
     session
         .prompt("start over")

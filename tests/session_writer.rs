@@ -109,7 +109,9 @@ async fn a_slow_sync_leaves_the_executor_free_and_the_entries_are_durable_when_t
     assert_eq!(context.messages[1].role(), "assistant");
     assert_eq!(
         reopened.leaf_id(),
-        session.with_session_manager(|sm| sm.leaf_id().map(str::to_owned)).as_deref()
+        session
+            .with_session_manager(|sm| sm.leaf_id().map(str::to_owned))
+            .as_deref()
     );
 }
 
@@ -119,8 +121,7 @@ async fn a_write_whose_future_is_dropped_mid_sync_completes_and_is_recorded() {
     let disk = SlowDisk::default();
     let session = agent_session(slow_session(&dir, &disk), &[]);
     // Dropped while its entry is being synced.
-    let dropped =
-        tokio::time::timeout(SYNC_TIME / 4, session.set_session_name("renamed")).await;
+    let dropped = tokio::time::timeout(SYNC_TIME / 4, session.set_session_name("renamed")).await;
     assert!(dropped.is_err(), "the write should still be syncing");
     assert!(disk.syncing.load(Ordering::SeqCst));
     // The next write waits for it, then follows it.

@@ -475,6 +475,14 @@ impl Inner {
         F: FnOnce(&mut SessionManager) -> Result<T, SessionError> + Send + 'static,
     {
         let gate = self.write_gate.clone().lock_owned().await;
+        {
+            let mut sm = self.session();
+            if !sm.is_persisted() {
+                // In memory there is no I/O to wait for: append at once.
+                drop(gate);
+                return append(&mut sm);
+            }
+        }
         let inner = self.clone();
         let task = async move {
             let _gate = gate;
@@ -491,13 +499,13 @@ impl Inner {
             let (mut prepared, value, writer) = if needs_rewrite {
                 // An old-format file is rewritten before its first append: blocking work.
                 let i = inner.clone();
-                match tokio::task::spawn_blocking(move || prepare(&mut *i.session())).await {
+                match tokio::task::spawn_blocking(move || prepare(&mut i.session())).await {
                     Ok(r) => r?,
                     Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                     Err(_) => return Err(inner.writer_stopped()),
                 }
             } else {
-                prepare(&mut *inner.session())?
+                prepare(&mut inner.session())?
             };
             let spans = writer.append(prepared.take_lines()).await;
             let mut sm = inner.session();

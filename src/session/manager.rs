@@ -18,9 +18,9 @@ use super::list::{self, SessionInfo, encode_cwd};
 use super::migrate::migrate_header;
 use super::read::Data;
 use super::store::{FsyncPolicy, Store, SyncHook, SyncSettings};
-use super::writer::{JsonlFileWriter as FileStore, MemoryWriter, SessionWriter};
 use super::time::{file_timestamp, iso_to_millis, now_iso};
 use super::tree::SessionTree;
+use super::writer::{JsonlFileWriter as FileStore, MemoryWriter, SessionWriter};
 use crate::ThinkingLevel;
 use crate::agent::AgentMessage;
 use crate::llm::UserContent;
@@ -1014,7 +1014,9 @@ impl SessionManager {
         // The rewrite was synced; appends follow the session's own policy.
         let store = store
             .renamed(path.clone(), self.options.sync_settings())
-            .expect("the rewritten file's writer is not shared yet");
+            .ok_or_else(|| {
+                SessionError::io(&path, std::io::Error::other("the rewritten file is in use"))
+            })?;
         tracing::info!(path = %path.display(), backup = %backup.display(), from = version,
             header_made = self.header_made, "rewrote session file as version 3");
         let leaf_id = self.leaf.map(|l| self.data.index.node(l).id.clone());

@@ -214,7 +214,12 @@ impl JsonlFileWriter {
         if !read_only {
             lock_file(&file, path)?;
         }
-        Ok(Self::with(path.to_owned(), OnceLock::from(file), !read_only, fsync))
+        Ok(Self::with(
+            path.to_owned(),
+            OnceLock::from(file),
+            !read_only,
+            fsync,
+        ))
     }
 
     /// A writer for a file that does not exist yet; the first append creates it (and its
@@ -350,8 +355,7 @@ impl FileInner {
             .map_err(|e| SessionError::io(&self.path, e))?;
         lock_file(&file, &self.path)?;
         // Only the drainer creates the file, so it is not set yet.
-        let _ = self.file.set(file);
-        Ok(self.file.get().expect("just set"))
+        Ok(self.file.get_or_init(move || file))
     }
 
     /// One append: whole lines in one write, synced per the policy. Only the drainer calls
@@ -438,10 +442,7 @@ impl SessionWriter for JsonlFileWriter {
             reply: Reply::Async(tx),
         });
         let path = self.inner.path.clone();
-        Box::pin(async move {
-            rx.await
-                .unwrap_or_else(|_| Err(SessionError::Abandoned { path }))
-        })
+        Box::pin(async move { rx.await.unwrap_or(Err(SessionError::Abandoned { path })) })
     }
 
     fn append_blocking(&self, lines: Vec<Vec<u8>>) -> Result<Vec<LineSpan>> {
@@ -582,7 +583,11 @@ mod tests {
         }
         // A blocking append after the queued ones follows them.
         w.append_blocking(vec![b"{\"n\":50}".to_vec()]).unwrap();
-        assert!(std::fs::read_to_string(&path).unwrap().ends_with("{\"n\":50}\n"));
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .ends_with("{\"n\":50}\n")
+        );
         std::fs::remove_dir_all(path.parent().unwrap()).ok();
     }
 
