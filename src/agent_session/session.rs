@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -507,20 +508,33 @@ impl Inner {
             } else {
                 prepare(&mut inner.session())?
             };
-            let spans = writer.append(prepared.take_lines()).await;
-            let mut sm = inner.session();
-            let spans = spans?;
-            if sm.session_id() == prepared.session_id() {
-                sm.commit(prepared, spans);
-            } else {
-                // The session was replaced while the entry was written (to the old file).
-                tracing::debug!("an entry was written to a session that was replaced meanwhile");
+            let spans = writer.append(prepared.take_lines()).await?;
+            {
+                let mut sm = inner.session();
+                if sm.session_id() == prepared.session_id() {
+                    sm.commit(prepared, spans);
+                } else {
+                    // The session was replaced while the entry was written (to the old file).
+                    tracing::debug!(
+                        "an entry was written to a session that was replaced meanwhile"
+                    );
+                }
             }
             value.ok_or_else(|| inner.writer_stopped())
         };
-        match tokio::spawn(task).await {
-            Ok(result) => result,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // The append runs in a task of its own, so that it completes (and is recorded) even
+        // when this future is dropped; its result comes back over a channel.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let result = AssertUnwindSafe(task).catch_unwind().await;
+            if let Err(Ok(Err(e))) = tx.send(result) {
+                tracing::error!(error = %e, "an entry whose caller went away could not be written to the session");
+            }
+        });
+        match rx.await {
+            Ok(Ok(result)) => result,
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            // The runtime shut down before the task ran (or while it ran).
             Err(_) => Err(self.writer_stopped()),
         }
     }
