@@ -181,3 +181,24 @@ async fn a_session_opens_off_the_executor_with_the_same_result() {
         "{second:?}"
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_session_is_not_replaced_under_a_write_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = SlowDisk::default();
+    let session = agent_session(slow_session(&dir, &disk), &[]);
+    let naming = session.clone();
+    let pending = tokio::spawn(async move { naming.set_session_name("first").await });
+    while !disk.syncing.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // The entry being synced belongs to this session: it cannot be swapped for another now.
+    assert!(matches!(
+        session.new_session(),
+        Err(pi_engine::agent_session::AgentSessionError::Busy)
+    ));
+    pending.await.unwrap().unwrap();
+    assert_eq!(session.session_name().as_deref(), Some("first"));
+    session.new_session().unwrap();
+    assert_eq!(session.session_name(), None);
+}

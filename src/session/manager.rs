@@ -565,6 +565,12 @@ fn write_file(
 /// A writer holds an advisory lock on its file: a second writer gets
 /// [`SessionError::Locked`].
 ///
+/// The `append_*` methods are synchronous: they block the calling thread until the entry is
+/// durable (the write, and the `fdatasync` of [`FsyncPolicy::Always`]). In async code, let
+/// [`AgentSession`](crate::agent_session::AgentSession) write (it awaits each entry, the I/O
+/// on tokio's blocking pool), or call them from `spawn_blocking`; open files with
+/// [`SessionOptions::open_async`].
+///
 /// ```
 /// use pi_engine::session::SessionManager;
 /// use pi_engine::{AssistantMessage, AssistantContent, ThinkingLevel, UserMessage};
