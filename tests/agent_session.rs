@@ -1024,7 +1024,10 @@ async fn switching_to_a_smaller_window_compacts_first_and_reclamps_thinking() {
         .build()
         .unwrap();
     assert_eq!(
-        session.set_thinking_level(ThinkingLevel::High).unwrap(),
+        session
+            .set_thinking_level(ThinkingLevel::High)
+            .await
+            .unwrap(),
         ThinkingLevel::High
     );
     chat(&session, &faux, 4, 8000).await; // about 16 000 tokens: too much for 20 000 - 16 384
@@ -1096,11 +1099,11 @@ async fn switching_to_a_smaller_window_compacts_first_and_reclamps_thinking() {
         }]
     );
     assert_eq!(
-        session.cycle_thinking_level().unwrap(),
+        session.cycle_thinking_level().await.unwrap(),
         Some(ThinkingLevel::Off)
     );
     assert_eq!(
-        session.cycle_thinking_level().unwrap(),
+        session.cycle_thinking_level().await.unwrap(),
         Some(ThinkingLevel::Minimal)
     );
 
@@ -1122,7 +1125,7 @@ async fn switching_to_a_smaller_window_compacts_first_and_reclamps_thinking() {
             .id,
         "small"
     );
-    assert_eq!(reopened.cycle_thinking_level().unwrap(), None);
+    assert_eq!(reopened.cycle_thinking_level().await.unwrap(), None);
 }
 
 #[tokio::test]
@@ -1346,7 +1349,7 @@ async fn statistics_add_up_the_context() {
     );
     faux.push(FauxResponse::text("done").with_usage(usage.clone()));
     session.prompt("go").await.unwrap().into_result().unwrap();
-    session.set_session_name("stats test").unwrap();
+    session.set_session_name("stats test").await.unwrap();
     let stats = session.session_stats();
     let v = serde_json::to_value(&stats).unwrap();
     assert_eq!(v["userMessages"], 1);
@@ -1441,7 +1444,10 @@ async fn a_session_written_by_agent_session_opens_in_pi_with_the_same_context() 
         .navigate_tree(&first, NavigateOptions::new().summarize())
         .await
         .unwrap();
-    session.set_session_name("written by AgentSession").unwrap();
+    session
+        .set_session_name("written by AgentSession")
+        .await
+        .unwrap();
     faux.push(FauxResponse::text("a new start"));
     session
         .prompt("start over")

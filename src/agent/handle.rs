@@ -232,10 +232,15 @@ impl Streaming {
 
 type SyncListener = dyn Fn(&AgentEvent, &Agent) + Send + Sync;
 type AsyncListener = dyn Fn(Arc<AgentEvent>, Agent) -> BoxFuture<'static, ()> + Send + Sync;
+/// A listener that is synchronous for most events and returns a future to await for the
+/// others, borrowing the event (no copy of it is made).
+pub(crate) type HookListener =
+    dyn for<'a> Fn(&'a AgentEvent, &'a Agent) -> Option<BoxFuture<'a, ()>> + Send + Sync;
 
 enum ListenerKind {
     Sync(Box<SyncListener>),
     Async(Box<AsyncListener>),
+    Hook(Box<HookListener>),
 }
 
 struct Listener {
@@ -584,6 +589,18 @@ impl Agent {
         listener: impl Fn(Arc<AgentEvent>, Agent) -> BoxFuture<'static, ()> + Send + Sync + 'static,
     ) -> Subscription {
         self.add_listener(ListenerKind::Async(Box::new(listener)))
+    }
+
+    /// A listener of the crate's own layers (the session's persistence): called like a
+    /// synchronous one, and the loop awaits the future it returns, when it returns one.
+    pub(crate) fn subscribe_hook<F>(&self, hook: F) -> Subscription
+    where
+        F: for<'a> Fn(&'a AgentEvent, &'a Agent) -> Option<BoxFuture<'a, ()>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.add_listener(ListenerKind::Hook(Box::new(hook)))
     }
 
     fn add_listener(&self, kind: ListenerKind) -> Subscription {
@@ -1030,6 +1047,13 @@ impl Agent {
             let outcome = match &listener.kind {
                 ListenerKind::Sync(f) => {
                     std::panic::catch_unwind(AssertUnwindSafe(|| f(event, self)))
+                }
+                ListenerKind::Hook(f) => {
+                    match std::panic::catch_unwind(AssertUnwindSafe(|| f(event, self))) {
+                        Ok(Some(fut)) => AssertUnwindSafe(fut).catch_unwind().await,
+                        Ok(None) => Ok(()),
+                        Err(p) => Err(p),
+                    }
                 }
                 ListenerKind::Async(f) => {
                     let owned = shared

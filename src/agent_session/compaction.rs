@@ -163,13 +163,16 @@ impl Inner {
             Err(e) if e.is_aborted() => return Err(CompactFailure::Cancelled),
             Err(e) => return Err(CompactFailure::Failed(e)),
         };
-        self.session().append_compaction(
-            result.summary.as_str(),
-            result.first_kept_entry_id.as_str(),
+        let (summary, first_kept, tokens_before, details) = (
+            result.summary.clone(),
+            result.first_kept_entry_id.clone(),
             result.tokens_before,
             result.details.clone(),
-            None,
-        )?;
+        );
+        self.append(move |sm| {
+            sm.append_compaction(summary, first_kept, tokens_before, details, None)
+        })
+        .await?;
         Ok(result)
     }
 
@@ -187,7 +190,7 @@ impl Inner {
         let outcome = self.compact_branch(None, &cancel).await;
         self.state().compaction_cancel = None;
         let (result, aborted, error_message) = match outcome {
-            Ok(result) => match self.session().build_session_context() {
+            Ok(result) => match self.session_context().await {
                 Ok(context) => {
                     self.agent.set_messages(context.messages);
                     (Some(result), false, None)
@@ -362,10 +365,13 @@ impl Inner {
         self.state().compaction_cancel = Some(child.clone());
         let outcome = self.compact_prepared(preparation, None, &child).await;
         self.state().compaction_cancel = None;
-        let context = outcome.and_then(|result| {
-            let context = self.session().build_session_context()?;
-            Ok((result, context.messages))
-        });
+        let context = match outcome {
+            Ok(result) => match self.session_context().await {
+                Ok(context) => Ok((result, context.messages)),
+                Err(e) => Err(CompactFailure::from(e)),
+            },
+            Err(e) => Err(e),
+        };
         match context {
             Ok((result, compacted)) => {
                 let still_over =
@@ -437,11 +443,16 @@ impl AgentSession {
         inner.state().compaction_cancel = Some(cancel.clone());
         let outcome = inner.compact_branch(custom_instructions, &cancel).await;
         inner.state().compaction_cancel = None;
-        let outcome = outcome.and_then(|result| {
-            let context = inner.session().build_session_context()?;
-            inner.agent.set_messages(context.messages);
-            Ok(result)
-        });
+        let outcome = match outcome {
+            Ok(result) => match inner.session_context().await {
+                Ok(context) => {
+                    inner.agent.set_messages(context.messages);
+                    Ok(result)
+                }
+                Err(e) => Err(CompactFailure::from(e)),
+            },
+            Err(e) => Err(e),
+        };
         let aborted = matches!(outcome, Err(CompactFailure::Cancelled));
         inner.emit(SessionEvent::CompactionEnd {
             reason,

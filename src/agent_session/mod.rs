@@ -7,6 +7,15 @@
 //!   as `message` entries, extension messages as `custom_message` entries), model and
 //!   thinking-level changes as entries of their own. Reopening the file restores the
 //!   model, the thinking level and the context; files open in pi 0.73.1 and back.
+//!   Writes go through the session's [`SessionWriter`](crate::session::SessionWriter) and
+//!   are awaited: the file's `write` and `fdatasync` run on tokio's blocking pool, never on
+//!   an async worker thread, and a message is durable (per the session's
+//!   [`FsyncPolicy`](crate::session::FsyncPolicy)) before the listeners see its
+//!   `message_end` and before the run's outcome is returned. (The builder and the
+//!   synchronous tree operations — [`fork`](AgentSession::fork),
+//!   [`new_session`](AgentSession::new_session),
+//!   [`switch_session`](AgentSession::switch_session) — write their few entries on the
+//!   calling thread.)
 //! * **Compaction** ([`session::compaction`](crate::session::compaction), pi's algorithm):
 //!   when the context nears the window (its size minus `reserveTokens`), the older part is
 //!   summarized. Unlike pi, the threshold is checked before *every* model call, so a long

@@ -55,7 +55,13 @@ impl AgentSession {
     /// # Errors
     ///
     /// When the entry cannot be written.
-    pub fn set_thinking_level(
+    ///
+    /// # Cancellation
+    ///
+    /// The level is set at the first poll. Dropped while its entry waits for an earlier
+    /// write, the entry is not written; once it is being written, it is written and
+    /// recorded all the same (the event is then not emitted).
+    pub async fn set_thinking_level(
         &self,
         level: ThinkingLevel,
     ) -> Result<ThinkingLevel, AgentSessionError> {
@@ -70,7 +76,9 @@ impl AgentSession {
         if effective == previous {
             return Ok(effective);
         }
-        inner.session().append_thinking_level_change(effective)?;
+        inner
+            .append(move |sm| sm.append_thinking_level_change(effective))
+            .await?;
         if model.reasoning || effective != ThinkingLevel::Off {
             inner.state().settings.default_thinking_level = Some(effective);
         }
@@ -84,7 +92,11 @@ impl AgentSession {
     /// # Errors
     ///
     /// When the entry cannot be written.
-    pub fn cycle_thinking_level(&self) -> Result<Option<ThinkingLevel>, AgentSessionError> {
+    ///
+    /// # Cancellation
+    ///
+    /// As [`set_thinking_level`](Self::set_thinking_level).
+    pub async fn cycle_thinking_level(&self) -> Result<Option<ThinkingLevel>, AgentSessionError> {
         let model = self.inner.model();
         if !model.reasoning {
             return Ok(None);
@@ -95,7 +107,7 @@ impl AgentSession {
             Some(i) => levels[(i + 1) % levels.len()],
             None => levels[0],
         };
-        self.set_thinking_level(next).map(Some)
+        self.set_thinking_level(next).await.map(Some)
     }
 
     /// The level to apply after switching: an explicit one, the current one for a model
@@ -159,10 +171,11 @@ impl AgentSession {
         }
         let level = self.level_for_switch(explicit_level);
         inner.agent.set_model(model.clone());
+        let (provider, id) = (model.provider.clone(), model.id.clone());
         inner
-            .session()
-            .append_model_change(model.provider.as_str(), model.id.as_str())?;
-        self.set_thinking_level(level)?;
+            .append(move |sm| sm.append_model_change(provider, id))
+            .await?;
+        self.set_thinking_level(level).await?;
         Ok(())
     }
 

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -28,7 +29,9 @@ use crate::llm::model::Model;
 use crate::llm::models::{ModelRegistry, RequestAuth};
 use crate::llm::options::{RetryPolicy, StreamOptions};
 use crate::llm::thinking::ThinkingLevel;
-use crate::session::{CompactionSummaryMessage, ExtensionMessage, SessionError, SessionManager};
+use crate::session::{
+    CompactionSummaryMessage, ExtensionMessage, SessionContext, SessionError, SessionManager,
+};
 
 /// A user-supplied context transformation, run after the session's own.
 pub(super) type TransformFn = dyn for<'a> Fn(&'a [AgentMessage], &'a CancellationToken) -> BoxFuture<'a, Cow<'a, [AgentMessage]>>
@@ -126,6 +129,9 @@ pub(super) struct Inner {
     idle: Notify,
     /// The key and headers resolved for the next model call of the run.
     pub(super) auth: Mutex<Option<Result<RequestAuth, Error>>>,
+    /// Held by each append from its start until it is recorded, so appends are written
+    /// and recorded one at a time, in the order they were asked for (FIFO).
+    pub(super) write_gate: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Locks a mutex; the state behind each lock stays consistent across a panic (updates are
@@ -236,12 +242,12 @@ impl Inner {
             op: Mutex::new(None),
             idle: Notify::new(),
             auth: Mutex::new(None),
+            write_gate: Arc::new(tokio::sync::Mutex::new(())),
         });
         let weak = Arc::downgrade(&inner);
-        inner.agent.subscribe(move |event, agent| {
-            if let Some(inner) = weak.upgrade() {
-                inner.on_agent_event(event, agent);
-            }
+        inner.agent.subscribe_hook(move |event, agent| {
+            weak.upgrade()
+                .and_then(|inner| Inner::on_agent_event(inner, event, agent))
         });
         inner.apply_agent_options();
         inner
@@ -322,9 +328,26 @@ impl Inner {
         }
     }
 
-    /// Every agent event passes here first (synchronously, in the agent's loop): queues,
-    /// persistence and retry bookkeeping, then the session's listeners.
-    fn on_agent_event(&self, event: &AgentEvent, agent: &Agent) {
+    /// Every agent event passes here first (in the agent's loop, which waits for it):
+    /// queues, persistence and retry bookkeeping, then the session's listeners. A
+    /// `message_end` returns a future — the loop awaits it — that writes the message through
+    /// the session's [`SessionWriter`](crate::session::SessionWriter) (the I/O off the
+    /// executor) before the listeners see it; other events are handled at once.
+    fn on_agent_event<'a>(
+        self: Arc<Self>,
+        event: &'a AgentEvent,
+        agent: &'a Agent,
+    ) -> Option<BoxFuture<'a, ()>> {
+        if let AgentEvent::MessageEnd { message } = event {
+            return Some(Box::pin(async move {
+                if let Err(e) = self.persist(message).await {
+                    tracing::error!(error = %e, "could not write a message to the session; aborting the run");
+                    self.state().persist_error = Some(e);
+                    agent.abort();
+                }
+                self.after_agent_event(event);
+            }));
+        }
         match event {
             // An abort that came before the run existed still stops it.
             AgentEvent::AgentStart if lock(&self.op).as_ref().is_some_and(|t| t.is_cancelled()) => {
@@ -351,15 +374,14 @@ impl Inner {
                     self.emit(self.queue_update());
                 }
             }
-            AgentEvent::MessageEnd { message } => {
-                if let Err(e) = self.persist(message) {
-                    tracing::error!(error = %e, "could not write a message to the session; aborting the run");
-                    self.state().persist_error = Some(e);
-                    agent.abort();
-                }
-            }
             _ => {}
         }
+        self.after_agent_event(event);
+        None
+    }
+
+    /// The session's listeners, then the retry bookkeeping of a reply that ended.
+    fn after_agent_event(&self, event: &AgentEvent) {
         self.emit_agent(event);
         if let AgentEvent::MessageEnd {
             message: AgentMessage::Assistant(reply),
@@ -395,31 +417,161 @@ impl Inner {
     /// Writes a message that ended: user, assistant and tool results (and other roles, such
     /// as `bashExecution`) as `message` entries, extension messages (`custom`) as
     /// `custom_message` entries. Summaries are entries of their own and not written here.
-    fn persist(&self, message: &AgentMessage) -> Result<(), SessionError> {
-        let mut sm = self.session();
+    async fn persist(self: &Arc<Self>, message: &AgentMessage) -> Result<(), SessionError> {
         match message {
-            AgentMessage::Custom(c) if c.role() == ExtensionMessage::ROLE => match message
-                .to_custom::<ExtensionMessage>(
-            ) {
-                Some(Ok(m)) => {
-                    sm.append_custom_message_entry(m.custom_type, m.content, m.display, m.details)?;
+            AgentMessage::Custom(c) if c.role() == ExtensionMessage::ROLE => {
+                match message.to_custom::<ExtensionMessage>() {
+                    Some(Ok(m)) => {
+                        self.append(move |sm| {
+                            sm.append_custom_message_entry(
+                                m.custom_type,
+                                m.content,
+                                m.display,
+                                m.details,
+                            )
+                        })
+                        .await?;
+                    }
+                    _ => {
+                        let message = message.clone();
+                        self.append(move |sm| sm.append_message(message)).await?;
+                    }
                 }
-                _ => {
-                    sm.append_message(message.clone())?;
-                }
-            },
+            }
             AgentMessage::Custom(c)
                 if c.role() == CompactionSummaryMessage::ROLE || c.role() == "branchSummary" => {}
             AgentMessage::Assistant(_) => {
-                let parent = sm.leaf_id().map(str::to_owned);
-                let id = sm.append_message(message.clone())?;
+                let message = message.clone();
+                let (id, parent) = self
+                    .append(move |sm| {
+                        let parent = sm.leaf_id().map(str::to_owned);
+                        sm.append_message(message).map(|id| (id, parent))
+                    })
+                    .await?;
                 self.state().last_assistant_entry = Some((id, parent));
             }
             _ => {
-                sm.append_message(message.clone())?;
+                let message = message.clone();
+                self.append(move |sm| sm.append_message(message)).await?;
             }
         }
         Ok(())
+    }
+
+    /// Appends one entry to the session through its
+    /// [`SessionWriter`](crate::session::SessionWriter): `append` (an `append_*` call on the
+    /// manager, which may return more than the id) prepares it under the manager's lock, the
+    /// writer writes and syncs it off the executor, then the manager records it. Appends are
+    /// made one at a time, in the order they were asked for. Returns once the entry is
+    /// durable (per the session's [`FsyncPolicy`](crate::session::FsyncPolicy)) and recorded.
+    ///
+    /// # Cancellation
+    ///
+    /// Dropped while waiting for an earlier append: nothing is written. Dropped later: the
+    /// append completes in a task of its own — written, synced and recorded (the leaf moves
+    /// to it) — and only the result is lost (a failure is logged).
+    pub(super) async fn append<T, F>(self: &Arc<Self>, append: F) -> Result<T, SessionError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut SessionManager) -> Result<T, SessionError> + Send + 'static,
+    {
+        let gate = self.write_gate.clone().lock_owned().await;
+        {
+            let mut sm = self.session();
+            if !sm.is_persisted() {
+                // In memory there is no I/O to wait for: append at once.
+                drop(gate);
+                return append(&mut sm);
+            }
+        }
+        let inner = self.clone();
+        let task = async move {
+            let _gate = gate;
+            let prepare = move |sm: &mut SessionManager| {
+                let mut extra = None;
+                let prepared = sm.prepare(|sm| {
+                    let value = append(sm)?;
+                    extra = Some(value);
+                    Ok(String::new())
+                })?;
+                Ok::<_, SessionError>((prepared, extra, sm.writer()))
+            };
+            let needs_rewrite = inner.session().needs_rewrite();
+            let (mut prepared, value, writer) = if needs_rewrite {
+                // An old-format file is rewritten before its first append: blocking work.
+                let i = inner.clone();
+                match tokio::task::spawn_blocking(move || prepare(&mut i.session())).await {
+                    Ok(r) => r?,
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(_) => return Err(inner.writer_stopped()),
+                }
+            } else {
+                prepare(&mut inner.session())?
+            };
+            let spans = writer.append(prepared.take_lines()).await?;
+            {
+                let mut sm = inner.session();
+                if sm.session_id() == prepared.session_id() {
+                    sm.commit(prepared, spans);
+                } else {
+                    // The session was replaced while the entry was written (to the old file).
+                    tracing::debug!(
+                        "an entry was written to a session that was replaced meanwhile"
+                    );
+                }
+            }
+            value.ok_or_else(|| inner.writer_stopped())
+        };
+        // The append runs in a task of its own, so that it completes (and is recorded) even
+        // when this future is dropped; its result comes back over a channel.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let result = AssertUnwindSafe(task).catch_unwind().await;
+            if let Err(Ok(Err(e))) = tx.send(result) {
+                tracing::error!(error = %e, "an entry whose caller went away could not be written to the session");
+            }
+        });
+        match rx.await {
+            Ok(Ok(result)) => result,
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            // The runtime shut down before the task ran (or while it ran).
+            Err(_) => Err(self.writer_stopped()),
+        }
+    }
+
+    /// The session's context, built on tokio's blocking pool (reading and parsing the
+    /// entries is blocking work).
+    ///
+    /// # Cancellation
+    ///
+    /// Dropping the future lets the build finish on the blocking pool; its result is dropped.
+    pub(super) async fn session_context(self: &Arc<Self>) -> Result<SessionContext, SessionError> {
+        let inner = self.clone();
+        match tokio::task::spawn_blocking(move || inner.session().build_session_context()).await {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(self.writer_stopped()),
+        }
+    }
+
+    /// Takes the write gate for a synchronous change of the session manager (a switch, a
+    /// fork): refused while an append is under way.
+    pub(super) fn try_write_gate(
+        &self,
+    ) -> Result<tokio::sync::MutexGuard<'_, ()>, AgentSessionError> {
+        self.write_gate
+            .try_lock()
+            .map_err(|_| AgentSessionError::Busy)
+    }
+
+    fn writer_stopped(&self) -> SessionError {
+        SessionError::Abandoned {
+            path: self
+                .session()
+                .session_file()
+                .map(PathBuf::from)
+                .unwrap_or_default(),
+        }
     }
 
     // ----- operations ------------------------------------------------------------------
@@ -489,7 +641,7 @@ impl Inner {
             })
         };
         loop {
-            self.sync_after_run()?;
+            self.sync_after_run().await?;
             let Some(last) = self.state().last_assistant.take() else {
                 return end(outcome);
             };
@@ -532,14 +684,14 @@ impl Inner {
 
     /// After a run: the agent holds the session's context again (a compaction during the
     /// run only changed what the model saw), and a failed write is reported.
-    fn sync_after_run(&self) -> Result<(), AgentSessionError> {
+    async fn sync_after_run(self: &Arc<Self>) -> Result<(), AgentSessionError> {
         let overlay = {
             let mut st = self.state();
             st.guard_off = false;
             st.overlay.take()
         };
         if overlay.is_some() {
-            let context = self.session().build_session_context()?;
+            let context = self.session_context().await?;
             self.agent.set_messages(context.messages);
         }
         match self.state().persist_error.take() {
@@ -754,12 +906,21 @@ impl AgentSession {
     /// # Errors
     ///
     /// When the entry cannot be written.
-    pub fn set_session_name(&self, name: &str) -> Result<(), AgentSessionError> {
-        let name = {
-            let mut sm = self.inner.session();
-            sm.append_session_info(name)?;
-            sm.session_name().map(str::to_owned)
-        };
+    ///
+    /// # Cancellation
+    ///
+    /// Dropped before the entry is being written, nothing is; once it is, the entry is
+    /// written and recorded all the same (the event is then not emitted).
+    pub async fn set_session_name(&self, name: &str) -> Result<(), AgentSessionError> {
+        let name = name.to_owned();
+        let name = self
+            .inner
+            .append(move |sm| {
+                sm.append_session_info(&name)?;
+                Ok(())
+            })
+            .await
+            .map(|()| self.inner.session().session_name().map(str::to_owned))?;
         self.inner.emit(SessionEvent::SessionInfoChanged { name });
         Ok(())
     }

@@ -174,59 +174,90 @@ impl AgentSession {
             SessionEntry::CustomMessage(c) => (c.parent_id.clone(), Some(c.content.text())),
             _ => (Some(target_id.to_owned()), None),
         };
-        let (summary_entry, context) = {
-            let mut sm = inner.session();
-            let summary_entry = match summary {
-                Some(s) => {
-                    let id = sm.branch_with_summary(
-                        new_leaf.as_deref(),
-                        s.summary,
-                        Some(s.files.to_details()),
-                        None,
-                    )?;
-                    let entry = match sm.entry(&id)? {
-                        Some(SessionEntry::BranchSummary(b)) => Some(b),
-                        _ => None,
-                    };
-                    if let Some(label) = &options.label {
-                        sm.append_label_change(&id, Some(label))?;
+        // Each entry is written through the session's writer (off the executor), one after
+        // another; the manager's lock is held only between the writes.
+        let summary_entry = match summary {
+            Some(s) => {
+                let previous = inner.session().leaf_id().map(str::to_owned);
+                let from = new_leaf.clone();
+                let details = Some(s.files.to_details());
+                let written = inner
+                    .append(move |sm| {
+                        sm.branch_with_summary(from.as_deref(), s.summary, details, None)
+                    })
+                    .await;
+                let id = match written {
+                    Ok(id) => id,
+                    Err(e) => {
+                        // Nothing was written: the leaf goes back where it was.
+                        let mut sm = inner.session();
+                        match previous {
+                            Some(p) => {
+                                let _ = sm.branch(&p);
+                            }
+                            None => sm.reset_leaf(),
+                        }
+                        return Err(e.into());
                     }
-                    entry
+                };
+                let entry = match inner.session().entry(&id)? {
+                    Some(SessionEntry::BranchSummary(b)) => Some(b),
+                    _ => None,
+                };
+                if let Some(label) = options.label.clone() {
+                    inner
+                        .append(move |sm| sm.append_label_change(&id, Some(&label)))
+                        .await?;
                 }
-                None => {
+                entry
+            }
+            None => {
+                {
+                    let mut sm = inner.session();
                     match &new_leaf {
                         Some(id) => sm.branch(id)?,
                         None => sm.reset_leaf(),
                     }
-                    if let Some(label) = &options.label {
-                        sm.append_label_change(target_id, Some(label))?;
-                    }
-                    None
                 }
-            };
-            // The branch now records the model and thinking level in force, so that a
-            // reopened session resumes with them (pi leaves the new branch's own).
-            let context = sm.build_session_context()?;
-            let (model, level) = {
-                let agent = inner.agent.state();
-                (agent.model.clone(), agent.thinking_level)
-            };
-            let same_model = context
-                .model
-                .as_ref()
-                .is_some_and(|m| m.provider == model.provider && m.model_id == model.id);
-            if !same_model && sm.leaf_id().is_some() {
-                sm.append_model_change(model.provider.as_str(), model.id.as_str())?;
+                if let Some(label) = options.label.clone() {
+                    let target = target_id.to_owned();
+                    inner
+                        .append(move |sm| sm.append_label_change(&target, Some(&label)))
+                        .await?;
+                }
+                None
             }
+        };
+        // The branch now records the model and thinking level in force, so that a
+        // reopened session resumes with them (pi leaves the new branch's own).
+        let context = inner.session_context().await?;
+        let (model, level) = {
+            let agent = inner.agent.state();
+            (agent.model.clone(), agent.thinking_level)
+        };
+        let same_model = context
+            .model
+            .as_ref()
+            .is_some_and(|m| m.provider == model.provider && m.model_id == model.id);
+        if !same_model && inner.session().leaf_id().is_some() {
+            let (provider, id) = (model.provider.clone(), model.id.clone());
+            inner
+                .append(move |sm| sm.append_model_change(provider, id))
+                .await?;
+        }
+        let record_level = {
+            let sm = inner.session();
             let recorded = sm
                 .branch_ids(None)
                 .iter()
                 .any(|id| sm.entry_type(id) == Some(EntryType::ThinkingLevelChange));
-            if (!recorded || context.thinking_level != level) && sm.leaf_id().is_some() {
-                sm.append_thinking_level_change(level)?;
-            }
-            (summary_entry, context)
+            (!recorded || context.thinking_level != level) && sm.leaf_id().is_some()
         };
+        if record_level {
+            inner
+                .append(move |sm| sm.append_thinking_level_change(level))
+                .await?;
+        }
         inner.agent.set_messages(context.messages);
         Ok(NavigateResult {
             editor_text,
@@ -262,6 +293,7 @@ impl AgentSession {
     /// [`AgentSessionError::Busy`] while an operation runs; write errors.
     pub fn new_session(&self) -> Result<(), AgentSessionError> {
         let (_op, _guard) = self.inner.begin_op()?;
+        let _gate = self.inner.try_write_gate()?;
         self.inner.session().new_session(NewSession::new());
         self.reload()
     }
@@ -274,6 +306,7 @@ impl AgentSession {
     /// [`AgentSessionError::Busy`] while an operation runs; read and write errors.
     pub fn switch_session(&self, session: SessionManager) -> Result<(), AgentSessionError> {
         let (_op, _guard) = self.inner.begin_op()?;
+        let _gate = self.inner.try_write_gate()?;
         *self.inner.session() = session;
         self.reload()
     }
@@ -293,6 +326,7 @@ impl AgentSession {
         position: ForkPosition,
     ) -> Result<ForkResult, AgentSessionError> {
         let (_op, _guard) = self.inner.begin_op()?;
+        let _gate = self.inner.try_write_gate()?;
         let invalid = || AgentSessionError::InvalidEntry {
             id: entry_id.to_owned(),
             reason: "Invalid entry ID for forking",

@@ -111,6 +111,14 @@ pub enum SessionError {
         /// The file.
         path: PathBuf,
     },
+    /// Blocking work of the session — an append, an open — was abandoned before it ran,
+    /// because its tokio runtime shut down or a thread could not be started: it did not
+    /// take effect (an append is not in the file, and not acknowledged).
+    #[error("session file {path}: the work was abandoned before it ran (the runtime shut down)")]
+    Abandoned {
+        /// The file.
+        path: PathBuf,
+    },
     /// A value could not be serialized to JSON (a custom `data` or `details` value that is
     /// not representable).
     #[error("cannot serialize entry: {0}")]

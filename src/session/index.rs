@@ -17,17 +17,7 @@ use super::time::iso_to_millis;
 use crate::agent::AgentMessage;
 
 /// Where an entry's line is in the store (without its `\n`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Loc {
-    pub(crate) offset: u64,
-    pub(crate) len: u64,
-}
-
-impl Loc {
-    pub(crate) fn end(self) -> u64 {
-        self.offset + self.len
-    }
-}
+pub(crate) use super::writer::LineSpan as Loc;
 
 /// An entry's parent, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,13 +13,14 @@ use super::entry::{
     ThinkingLevelChangeEntry,
 };
 use super::error::{Result, SessionError};
-use super::index::{self, Index, Node, Parent, Role};
+use super::index::{self, Index, Loc, Node, Parent, Role};
 use super::list::{self, SessionInfo, encode_cwd};
 use super::migrate::migrate_header;
 use super::read::Data;
-use super::store::{FileStore, FsyncPolicy, Store, SyncHook, SyncSettings};
+use super::store::{FsyncPolicy, Store, SyncHook, SyncSettings};
 use super::time::{file_timestamp, iso_to_millis, now_iso};
 use super::tree::SessionTree;
+use super::writer::{JsonlFileWriter as FileStore, MemoryWriter, SessionWriter};
 use crate::ThinkingLevel;
 use crate::agent::AgentMessage;
 use crate::llm::UserContent;
@@ -262,6 +263,54 @@ impl SessionOptions {
         Ok((sm, context))
     }
 
+    /// [`open`](Self::open) for async code: the file is read, indexed and locked on tokio's
+    /// blocking pool (the parallel indexing of a large file included), so the executor's
+    /// threads go on with other tasks meanwhile. Outside a tokio runtime it opens on the
+    /// calling thread.
+    ///
+    /// ```
+    /// use pi_engine::session::SessionOptions;
+    /// use pi_engine::UserMessage;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let dir = std::env::temp_dir().join(format!("pi-open-async-doc-{}", std::process::id()));
+    /// let mut sm = SessionOptions::new().with_session_dir(&dir).create("/home/me/project");
+    /// sm.append_message(UserMessage::text("Hello")).unwrap();
+    /// let path = sm.session_file().unwrap().to_owned();
+    /// drop(sm);
+    ///
+    /// let (sm, context) = SessionOptions::new().open_with_context_async(&path).await.unwrap();
+    /// assert_eq!(context.messages.len(), 1);
+    /// assert_eq!(sm.entry_count(), 1);
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # }
+    /// ```
+    ///
+    /// # Cancellation
+    ///
+    /// Dropping the future does not stop an open already under way on the blocking pool;
+    /// the manager it makes is dropped when it finishes (releasing the file's lock).
+    pub async fn open_async(&self, path: impl AsRef<Path>) -> Result<SessionManager> {
+        let options = self.clone();
+        let path = path.as_ref().to_owned();
+        off_executor(&path.clone(), move || options.open(path)).await
+    }
+
+    /// [`open_with_context`](Self::open_with_context) for async code, read and parsed on
+    /// tokio's blocking pool as [`open_async`](Self::open_async) is.
+    ///
+    /// # Cancellation
+    ///
+    /// As [`open_async`](Self::open_async).
+    pub async fn open_with_context_async(
+        &self,
+        path: impl AsRef<Path>,
+    ) -> Result<(SessionManager, SessionContext)> {
+        let options = self.clone();
+        let path = path.as_ref().to_owned();
+        off_executor(&path.clone(), move || options.open_with_context(path)).await
+    }
+
     fn open_decoding(
         &self,
         path: &Path,
@@ -332,6 +381,23 @@ impl SessionOptions {
     /// active first.
     pub fn list_all(&self) -> Result<Vec<SessionInfo>> {
         list::list_all(&self.agent_dir().join("sessions"))
+    }
+}
+
+/// Runs blocking session work on tokio's blocking pool (inline outside a tokio runtime).
+async fn off_executor<T: Send + 'static>(
+    path: &Path,
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return work();
+    }
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Err(SessionError::Abandoned {
+            path: path.to_owned(),
+        }),
     }
 }
 
@@ -474,14 +540,14 @@ fn write_file(
     extra: &[Vec<u8>],
     fsync: SyncSettings,
 ) -> Result<FileStore> {
-    let mut store = FileStore::new_file(path.to_owned(), fsync);
-    store.append(&[to_line(header)?])?;
+    let store = FileStore::new_file(path.to_owned(), fsync);
+    store.append_blocking(vec![to_line(header)?])?;
     // In bounded batches, so a large session is never held in memory whole.
     for chunk in nodes.chunks(4096) {
-        store.append(&data.v3_lines(chunk)?)?;
+        store.append_blocking(data.v3_lines(chunk)?)?;
     }
     if !extra.is_empty() {
-        store.append(extra)?;
+        store.append_blocking(extra.to_vec())?;
     }
     Ok(store)
 }
@@ -498,6 +564,12 @@ fn write_file(
 /// Only an index is kept in memory; entry bodies are read from the file when asked for.
 /// A writer holds an advisory lock on its file: a second writer gets
 /// [`SessionError::Locked`].
+///
+/// The `append_*` methods are synchronous: they block the calling thread until the entry is
+/// durable (the write, and the `fdatasync` of [`FsyncPolicy::Always`]). In async code, let
+/// [`AgentSession`](crate::agent_session::AgentSession) write (it awaits each entry, the I/O
+/// on tokio's blocking pool), or call them from `spawn_blocking`; open files with
+/// [`SessionOptions::open_async`].
 ///
 /// ```
 /// use pi_engine::session::SessionManager;
@@ -542,6 +614,30 @@ pub struct SessionManager {
     session_dir: Option<PathBuf>,
     options: SessionOptions,
     leaf: Option<u32>,
+    /// Set by [`prepare`](Self::prepare): the append is captured instead of written.
+    capture: Option<Option<PreparedAppend>>,
+}
+
+/// An append made ready by [`SessionManager::prepare`]: the lines to write, and what the
+/// manager records once they are written.
+#[derive(Debug)]
+pub(crate) struct PreparedAppend {
+    entry: SessionEntry,
+    role: Role,
+    lines: Vec<Vec<u8>>,
+    session_id: String,
+}
+
+impl PreparedAppend {
+    /// The lines to write (taken: a second call gets none).
+    pub(crate) fn take_lines(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.lines)
+    }
+
+    /// The session the append belongs to.
+    pub(crate) fn session_id(&self) -> &str {
+        &self.session_id
+    }
 }
 
 impl SessionManager {
@@ -616,7 +712,7 @@ impl SessionManager {
                     false,
                 )
             }
-            None => (Store::Memory(Vec::new()), false),
+            None => (Store::Memory(MemoryWriter::new()), false),
         };
         let mut sm = SessionManager {
             data: Data {
@@ -631,11 +727,12 @@ impl SessionManager {
             session_dir,
             options,
             leaf: None,
+            capture: None,
         };
         if !persist {
             // The memory store is a file image: header first.
             if let Ok(line) = to_line(&sm.header)
-                && sm.data.store.append(&[line]).is_ok()
+                && sm.data.store.append(vec![line]).is_ok()
             {
                 sm.header_written = true;
             }
@@ -651,12 +748,11 @@ impl SessionManager {
         cwd_override: Option<String>,
         decode: bool,
     ) -> Result<(SessionManager, Vec<Option<Box<AgentMessage>>>)> {
-        let path = store.path.clone();
+        let path = store.path().to_owned();
         let loaded = match store.file() {
             Some(file) => index::load(file, &path, decode, options.max_line_bytes())?,
             None => return Err(SessionError::io(&path, std::io::ErrorKind::NotFound.into())),
         };
-        let mut store = store;
         store.set_needs_newline(!loaded.ends_with_newline);
         let Some(header) = loaded.header else {
             // An empty file: a new session, written into this file.
@@ -691,6 +787,7 @@ impl SessionManager {
             session_dir,
             options,
             leaf,
+            capture: None,
         };
         Ok((sm, loaded.messages))
     }
@@ -761,32 +858,54 @@ impl SessionManager {
     }
 
     /// Appends `entry` as a child of the leaf (its `parent_id` must be the leaf's id, or
-    /// the branch point for a branch summary), writes it, and moves the leaf to it.
+    /// the branch point for a branch summary), writes it, and moves the leaf to it. In
+    /// [`prepare`](Self::prepare) the write is left to the caller instead.
     fn append_entry(&mut self, entry: SessionEntry, role: Role) -> Result<String> {
-        if let Store::File(f) = &self.data.store
-            && self.options.read_only
-        {
-            return Err(SessionError::ReadOnly {
-                path: f.path.clone(),
-            });
+        let mut prepared = self.prepare_append(entry, role)?;
+        if let Some(slot) = &mut self.capture {
+            debug_assert!(slot.is_none(), "one append per prepare");
+            let id = prepared.entry.id().to_owned();
+            *slot = Some(prepared);
+            return Ok(id);
         }
-        let line = to_line(&entry)?;
-        let limit = self.options.max_line_bytes();
-        if line.len() as u64 > limit {
-            return Err(SessionError::EntryTooLarge {
-                size: line.len() as u64,
-                limit,
-            });
-        }
-        if self.data.source_version < super::CURRENT_SESSION_VERSION || self.header_made {
-            self.rewrite_migrated()?;
-        }
-        let mut lines = Vec::with_capacity(2);
-        if !self.header_written {
-            lines.push(to_line(&self.header)?);
-        }
-        lines.push(line);
-        let locs = self.data.store.append(&lines)?;
+        let lines = std::mem::take(&mut prepared.lines);
+        let locs = self.data.store.append(lines)?;
+        Ok(self.commit(prepared, locs))
+    }
+
+    /// Runs `append` (one of the `append_*` methods) without writing: returns the entry's
+    /// lines ready to be written through [`writer`](Self::writer), then
+    /// [`commit`](Self::commit)ted with where they went. Nothing changes in the manager
+    /// until the commit (except that an old-format file is first rewritten, as before any
+    /// append). Between the two, no other append may be made.
+    pub(crate) fn prepare(
+        &mut self,
+        append: impl FnOnce(&mut SessionManager) -> Result<String>,
+    ) -> Result<PreparedAppend> {
+        self.capture = Some(None);
+        let result = append(self);
+        let captured = self.capture.take().flatten();
+        result?;
+        captured.ok_or_else(|| {
+            SessionError::Serialize(serde::ser::Error::custom("nothing was appended"))
+        })
+    }
+
+    /// A handle on the writer of this session's store (it outlives the manager's borrow).
+    pub(crate) fn writer(&self) -> std::sync::Arc<dyn SessionWriter> {
+        self.data.store.shared_writer()
+    }
+
+    /// True when the first append must rewrite the file first (an old format, a torn
+    /// header): blocking work beyond the append itself.
+    pub(crate) fn needs_rewrite(&self) -> bool {
+        self.data.source_version < super::CURRENT_SESSION_VERSION || self.header_made
+    }
+
+    /// Records an append of [`prepare`](Self::prepare) that was written at `locs`: the entry
+    /// joins the index and becomes the leaf. Returns its id.
+    pub(crate) fn commit(&mut self, prepared: PreparedAppend, locs: Vec<Loc>) -> String {
+        let PreparedAppend { entry, role, .. } = prepared;
         self.header_written = true;
         let parent = match entry.parent_id().and_then(|p| self.data.index.get(p)) {
             Some(p) => Parent::Node(p),
@@ -813,7 +932,40 @@ impl SessionManager {
             loc: locs[locs.len() - 1],
         });
         self.leaf = Some(idx);
-        Ok(id)
+        id
+    }
+
+    /// Checks, serializes and (for an old-format file) rewrites before `entry` is written.
+    fn prepare_append(&mut self, entry: SessionEntry, role: Role) -> Result<PreparedAppend> {
+        if let Store::File(f) = &self.data.store
+            && self.options.read_only
+        {
+            return Err(SessionError::ReadOnly {
+                path: f.path().to_owned(),
+            });
+        }
+        let line = to_line(&entry)?;
+        let limit = self.options.max_line_bytes();
+        if line.len() as u64 > limit {
+            return Err(SessionError::EntryTooLarge {
+                size: line.len() as u64,
+                limit,
+            });
+        }
+        if self.needs_rewrite() {
+            self.rewrite_migrated()?;
+        }
+        let mut lines = Vec::with_capacity(2);
+        if !self.header_written {
+            lines.push(to_line(&self.header)?);
+        }
+        lines.push(line);
+        Ok(PreparedAppend {
+            entry,
+            role,
+            lines,
+            session_id: self.header.id.clone(),
+        })
     }
 
     /// Rewrites an old-format file as version 3 (or a file with a torn header with the header
@@ -828,7 +980,7 @@ impl SessionManager {
             self.header_made = false;
             return Ok(());
         };
-        let path = old.path.clone();
+        let path = old.path().to_owned();
         let version = self.data.source_version;
         let suffix = if version < super::CURRENT_SESSION_VERSION {
             format!("v{version}.bak")
@@ -865,10 +1017,12 @@ impl SessionManager {
             }
         };
         std::fs::rename(&tmp, &path).map_err(|e| SessionError::io(&path, e))?;
-        let mut store = store;
-        store.path = path.clone();
         // The rewrite was synced; appends follow the session's own policy.
-        store.fsync = self.options.sync_settings();
+        let store = store
+            .renamed(path.clone(), self.options.sync_settings())
+            .ok_or_else(|| {
+                SessionError::io(&path, std::io::Error::other("the rewritten file is in use"))
+            })?;
         tracing::info!(path = %path.display(), backup = %backup.display(), from = version,
             header_made = self.header_made, "rewrote session file as version 3");
         let leaf_id = self.leaf.map(|l| self.data.index.node(l).id.clone());
@@ -1245,7 +1399,7 @@ impl SessionManager {
         let mut header = SessionHeader::new(new_session_id(), now_iso(), self.cwd.clone());
         match &self.data.store {
             Store::File(f) => {
-                header.parent_session = Some(f.path.display().to_string());
+                header.parent_session = Some(f.path().display().to_string());
                 let dir = self.session_dir.clone().unwrap_or_default();
                 let file = dir.join(format!(
                     "{}_{}.jsonl",
@@ -1281,7 +1435,7 @@ impl SessionManager {
                 let leaf = loaded.index.len().checked_sub(1).map(|l| l as u32);
                 self.data = Data {
                     index: loaded.index,
-                    store: Store::Memory(image),
+                    store: Store::Memory(MemoryWriter::from_bytes(image)),
                     source_version: super::CURRENT_SESSION_VERSION,
                 };
                 self.header = header;

@@ -44,6 +44,13 @@
 //!   append ([`SessionError::Sync`]) and takes its line back out of the file.
 //! * **One writer.** A writer holds an advisory lock on its file; a second one — in another
 //!   process or this one — gets [`SessionError::Locked`] instead of interleaving lines.
+//! * **Off the executor.** Every append goes through the session's [`SessionWriter`]: for a
+//!   file ([`JsonlFileWriter`]) a queue written in order by a thread of tokio's blocking
+//!   pool, for memory ([`MemoryWriter`]) at once. [`AgentSession`](crate::agent_session::AgentSession)
+//!   awaits its writes, so neither the `write` nor the `fdatasync` holds up an async worker
+//!   thread; the synchronous `append_*` methods of [`SessionManager`] block their caller
+//!   until the entry is durable, as before. [`SessionOptions::open_async`] and
+//!   [`SessionOptions::open_with_context_async`] read and index a file on the blocking pool.
 //! * **Old formats.** Version 1 and 2 files (pi's legacy formats) are migrated as pi does
 //!   it (ids and parent links for v1, `firstKeptEntryIndex` → `firstKeptEntryId`,
 //!   `hookMessage` → `custom`), but with deterministic ids, and without touching the file
@@ -113,6 +120,7 @@ mod scan;
 mod store;
 mod time;
 mod tree;
+mod writer;
 
 pub use context::SessionContext;
 pub use entry::{
@@ -134,3 +142,4 @@ pub use store::FsyncPolicy;
 #[doc(hidden)]
 pub use store::SyncHook;
 pub use tree::{SessionTree, TreeNode};
+pub use writer::{JsonlFileWriter, LineSpan, MemoryWriter, SessionWriter};

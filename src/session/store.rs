@@ -1,22 +1,14 @@
 //! Where entry lines live: a file (append-only, locked, read back with positioned reads) or
-//! memory.
-//!
-//! Durability rules, in one place:
-//! * every append is one `write` of whole lines ending in `\n` (`O_APPEND`), done before the
-//!   call returns, then `fdatasync`ed when the [`FsyncPolicy`] asks for it;
-//! * when the file does not end with `\n` (a torn last line, or a failed write) the next
-//!   append starts with a `\n`, so the torn line stays one skippable line and nothing is
-//!   rewritten;
-//! * a writer holds an exclusive advisory lock (`flock`) on the file, so a second writer —
-//!   in another process or in this one — is refused instead of interleaved.
+//! memory, each written through its [`SessionWriter`] (the durability rules are in
+//! [`writer`](super::writer)).
 
-use std::fs::{File, OpenOptions};
-use std::io::{Seek, Write};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::error::{Result, SessionError};
 use super::index::Loc;
+use super::writer::{JsonlFileWriter, MemoryWriter, SessionWriter};
 
 /// When appended entries are forced to stable storage.
 ///
@@ -63,7 +55,7 @@ pub(crate) struct SyncSettings {
 }
 
 impl SyncSettings {
-    fn sync(&self, file: &File, path: &Path) -> std::io::Result<()> {
+    pub(crate) fn sync(&self, file: &File, path: &Path) -> std::io::Result<()> {
         if let Some(hook) = &self.hook {
             (hook.0)(path)?;
         }
@@ -71,47 +63,11 @@ impl SyncSettings {
     }
 }
 
-/// The lines of a session.
+/// The lines of a session: a JSONL file or memory, each behind its [`SessionWriter`].
 #[derive(Debug)]
 pub(crate) enum Store {
-    Memory(Vec<u8>),
-    File(FileStore),
-}
-
-#[derive(Debug)]
-pub(crate) struct FileStore {
-    pub(crate) path: PathBuf,
-    /// `None` until the first append of a new session creates the file.
-    file: Option<File>,
-    writable: bool,
-    needs_newline: bool,
-    pub(crate) fsync: SyncSettings,
-}
-
-/// How long a lock held by someone else is waited for before the file counts as locked: a
-/// process spawned by this one (a tool's command) shares the open file, and with it the lock,
-/// for the moment between its fork and its exec, so a writer that was just closed can look
-/// alive for a few microseconds.
-const LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(20);
-
-fn lock(file: &File, path: &Path) -> Result<()> {
-    let start = std::time::Instant::now();
-    let mut result = file.try_lock();
-    while matches!(result, Err(std::fs::TryLockError::WouldBlock)) && start.elapsed() < LOCK_GRACE {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-        result = file.try_lock();
-    }
-    match result {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => Err(SessionError::Locked {
-            path: path.to_owned(),
-        }),
-        Err(std::fs::TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
-            tracing::warn!(path = %path.display(), "file locking is not supported here; concurrent writers will not be detected");
-            Ok(())
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(SessionError::io(path, e)),
-    }
+    Memory(MemoryWriter),
+    File(JsonlFileWriter),
 }
 
 #[cfg(unix)]
@@ -146,144 +102,26 @@ fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::R
     Ok(())
 }
 
-impl FileStore {
-    /// Opens an existing file for reading, and for appending unless `read_only`; a writer
-    /// takes the lock.
-    pub(crate) fn open(path: &Path, read_only: bool, fsync: SyncSettings) -> Result<FileStore> {
-        let file = if read_only {
-            File::open(path)
-        } else {
-            OpenOptions::new().read(true).append(true).open(path)
-        }
-        .map_err(|e| SessionError::io(path, e))?;
-        if !read_only {
-            lock(&file, path)?;
-        }
-        Ok(FileStore {
-            path: path.to_owned(),
-            file: Some(file),
-            writable: !read_only,
-            needs_newline: false,
-            fsync,
-        })
-    }
-
-    /// A store for a file that does not exist yet; it is created by the first append.
-    pub(crate) fn new_file(path: PathBuf, fsync: SyncSettings) -> FileStore {
-        FileStore {
-            path,
-            file: None,
-            writable: true,
-            needs_newline: false,
-            fsync,
-        }
-    }
-
-    pub(crate) fn set_needs_newline(&mut self, yes: bool) {
-        self.needs_newline = yes;
-    }
-
-    pub(crate) fn file(&self) -> Option<&File> {
-        self.file.as_ref()
-    }
-
-    fn create(&mut self) -> Result<&File> {
-        if let Some(dir) = self.path.parent()
-            && !dir.as_os_str().is_empty()
-        {
-            std::fs::create_dir_all(dir).map_err(|e| SessionError::io(dir, e))?;
-        }
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create_new(true)
-            .open(&self.path)
-            .map_err(|e| SessionError::io(&self.path, e))?;
-        lock(&file, &self.path)?;
-        Ok(self.file.insert(file))
-    }
-
-    /// Appends whole lines (without `\n`) in one write; returns where each one is.
-    pub(crate) fn append(&mut self, lines: &[Vec<u8>]) -> Result<Vec<Loc>> {
-        if !self.writable {
-            return Err(SessionError::ReadOnly {
-                path: self.path.clone(),
-            });
-        }
-        let lead = usize::from(self.needs_newline);
-        let mut buf = Vec::with_capacity(lead + lines.iter().map(|l| l.len() + 1).sum::<usize>());
-        if self.needs_newline {
-            buf.push(b'\n');
-        }
-        for line in lines {
-            buf.extend_from_slice(line);
-            buf.push(b'\n');
-        }
-        let path = self.path.clone();
-        let fsync = self.fsync.clone();
-        let file = match self.file.as_ref() {
-            Some(f) => f,
-            None => self.create()?,
-        };
-        let mut writer: &File = file;
-        // With O_APPEND the position is now the end of what was just written, even if
-        // another program appended before us.
-        let written = writer
-            .write_all(&buf)
-            .and_then(|()| writer.stream_position());
-        let end = match written {
-            Ok(end) => end,
-            Err(e) => {
-                // Part of the line may be in the file: start the next append on a new line.
-                self.needs_newline = true;
-                return Err(SessionError::io(path, e));
-            }
-        };
-        if fsync.policy == FsyncPolicy::Always
-            && let Err(source) = fsync.sync(file, &path)
-        {
-            // Not durable, so not acknowledged: take the lines back out of the file (this
-            // writer holds the lock, nobody appended after them), so a reopen does not
-            // show them either. Should that fail too, the next append starts a new line.
-            let start = end - buf.len() as u64;
-            if file.set_len(start).is_err() {
-                self.needs_newline = true;
-            }
-            return Err(SessionError::Sync { path, source });
-        }
-        self.needs_newline = false;
-        let mut offset = end - buf.len() as u64 + lead as u64;
-        Ok(lines
-            .iter()
-            .map(|l| {
-                let loc = Loc {
-                    offset,
-                    len: l.len() as u64,
-                };
-                offset += l.len() as u64 + 1;
-                loc
-            })
-            .collect())
-    }
-}
-
 impl Store {
-    /// Appends whole lines (without `\n`); returns where each one is.
-    pub(crate) fn append(&mut self, lines: &[Vec<u8>]) -> Result<Vec<Loc>> {
+    /// Appends whole lines (without `\n`), blocking the calling thread until they are
+    /// durable; returns where each one is.
+    pub(crate) fn append(&mut self, lines: Vec<Vec<u8>>) -> Result<Vec<Loc>> {
+        self.writer().append_blocking(lines)
+    }
+
+    /// The writer of this store.
+    pub(crate) fn writer(&self) -> &dyn SessionWriter {
         match self {
-            Store::Memory(buf) => Ok(lines
-                .iter()
-                .map(|l| {
-                    let loc = Loc {
-                        offset: buf.len() as u64,
-                        len: l.len() as u64,
-                    };
-                    buf.extend_from_slice(l);
-                    buf.push(b'\n');
-                    loc
-                })
-                .collect()),
-            Store::File(f) => f.append(lines),
+            Store::Memory(m) => m,
+            Store::File(f) => f,
+        }
+    }
+
+    /// A handle on this store's writer that outlives the borrow (clones share the queue).
+    pub(crate) fn shared_writer(&self) -> Arc<dyn SessionWriter> {
+        match self {
+            Store::Memory(m) => Arc::new(m.clone()),
+            Store::File(f) => Arc::new(f.clone()),
         }
     }
 
@@ -296,7 +134,8 @@ impl Store {
         const MAX_GAP: u64 = 64 << 10;
         const MAX_RUN: u64 = 256 << 10;
         match self {
-            Store::Memory(buf) => {
+            Store::Memory(mem) => {
+                let buf = mem.read();
                 for (i, loc) in locs.iter().enumerate() {
                     let line = buf
                         .get(loc.offset as usize..loc.end() as usize)
@@ -313,7 +152,7 @@ impl Store {
                         Ok(())
                     } else {
                         Err(SessionError::ModifiedExternally {
-                            path: fs.path.clone(),
+                            path: fs.path().to_owned(),
                         })
                     };
                 };
@@ -335,10 +174,10 @@ impl Store {
                     read_exact_at(file, &mut buf, start).map_err(|e| {
                         if e.kind() == std::io::ErrorKind::UnexpectedEof {
                             SessionError::ModifiedExternally {
-                                path: fs.path.clone(),
+                                path: fs.path().to_owned(),
                             }
                         } else {
-                            SessionError::io(&fs.path, e)
+                            SessionError::io(fs.path(), e)
                         }
                     })?;
                     for (k, loc) in locs.iter().enumerate().take(j).skip(i) {
@@ -355,7 +194,7 @@ impl Store {
     pub(crate) fn path(&self) -> Option<&Path> {
         match self {
             Store::Memory(_) => None,
-            Store::File(f) => Some(&f.path),
+            Store::File(f) => Some(f.path()),
         }
     }
 }
