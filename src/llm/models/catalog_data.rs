@@ -2,8 +2,8 @@
 // run `node scripts/gen-models.mjs` (see src/llm/models/mod.rs).
 
 use super::{Entry, ProviderEntry};
-use crate::model::InputModality;
-use crate::thinking::ThinkingLevel;
+use crate::llm::model::InputModality;
+use crate::llm::thinking::ThinkingLevel;
 
 /// The pi-ai version this catalog was generated from.
 pub(crate) const PI_AI_VERSION: &str = "0.73.1";
