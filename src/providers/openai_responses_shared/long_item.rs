@@ -330,3 +330,58 @@ mod tests {
         r#"{"type":"response.output_item.done","output_index":0,"item":{"id":"msg_1","type":"message","status":"completed","phase":"final_answer","content":[{"type":"output_text","annotations":[],"text":"Hi \"there\"\n\u00e9"}],"role":"assistant"}}"#.to_owned()
     }
 }
+
+/// The in-place unescaper against serde on generated JSON strings: every escape JSON has
+/// (those serde writes and those it only reads: `\/`, `\u00e9`, upper-case hex, surrogate
+/// pairs), control characters, non-ASCII text, inside an event with members around it.
+#[cfg(test)]
+mod props {
+    use super::unescape_in_place;
+    use proptest::prelude::*;
+
+    /// A piece of a JSON string's inside (valid JSON).
+    fn piece() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => "\\PC{0,6}".prop_map(|s| {
+                let q = serde_json::to_string(&s).unwrap();
+                q[1..q.len() - 1].to_owned()
+            }),
+            1 => Just("\\/".to_owned()),
+            1 => Just("\\u00e9".to_owned()),
+            1 => Just("\\u00E9\\u20AC".to_owned()),
+            1 => Just("\\u0000\\u001f".to_owned()),
+            1 => Just("\\uffff".to_owned()),
+            1 => Just("\\b\\f\\n\\r\\t\\\"\\\\".to_owned()),
+            1 => Just("\\ud83d\\ude48".to_owned()),
+            // Any code point of the Basic Multilingual Plane but a lone surrogate (not JSON).
+            1 => (0u32..0x10000)
+                .prop_filter("not a surrogate", |c| !(0xD800..0xE000).contains(c))
+                .prop_map(|c| format!("\\u{c:04x}")),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn unescapes_as_serde_does(pieces in prop::collection::vec(piece(), 0..12), before in "[a-z]{0,3}") {
+            let quoted = format!("\"{}\"", pieces.concat());
+            let want: String = serde_json::from_str(&quoted).unwrap();
+            let mut data = format!("{{\"{before}\":1,\"text\":{quoted},\"x\":[1]}}").into_bytes();
+            let start = before.len() + 13;
+            prop_assert_eq!(&data[start..start + quoted.len()], quoted.as_bytes());
+            let original = data.clone();
+            match unescape_in_place(&mut data, start..start + quoted.len()) {
+                Some(text) => prop_assert_eq!(text, want),
+                None => {
+                    // Refused only for a UTF-16 surrogate escape, and nothing was written.
+                    prop_assert_eq!(&data, &original);
+                    let lower = quoted.to_ascii_lowercase();
+                    prop_assert!(lower.contains("\\ud8") || lower.contains("\\ud9") || lower.contains("\\uda")
+                        || lower.contains("\\udb") || lower.contains("\\udc") || lower.contains("\\udd")
+                        || lower.contains("\\ude") || lower.contains("\\udf"), "{}", quoted);
+                }
+            }
+        }
+    }
+}
