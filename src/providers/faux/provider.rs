@@ -1,8 +1,5 @@
 //! The scripted provider: its builder, its queue, and the calls it records.
 
-use super::handle::drop_unknown_blocks;
-use super::response::SCRIPTED_USAGE;
-use super::stream::{Chunker, FauxStream, Phase, estimate_usage};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +18,10 @@ use crate::providers::faux::{
     Chunking, FAUX_API, FAUX_MODEL_ID, FAUX_PROVIDER, FauxCall, FauxHandle, FauxReply, FauxRequest,
     FauxResponse, NO_MORE_RESPONSES,
 };
+
+use super::handle::drop_unknown_blocks;
+use super::response::SCRIPTED_USAGE;
+use super::stream::{Chunker, FauxStream, Phase, estimate_usage};
 
 /// Configures a [`FauxProvider`].
 #[derive(Debug, Clone)]

@@ -1,9 +1,6 @@
 //! Stream decoding: the Responses SSE events become
 //! [`AssistantMessageEvent`](E)s (pi's `processResponsesStream`).
 
-use super::long_item::unescape_in_place;
-use super::request::encode_text_signature;
-use super::tier::{TierPricing, apply_service_tier_pricing};
 use std::borrow::Cow;
 
 use serde::Deserialize;
@@ -19,6 +16,10 @@ use crate::llm::model::Model;
 use crate::providers::http::{Decoder, Emit, stream_event_error};
 use crate::providers::json_scan::{Cursor, Seen};
 use crate::providers::sse::SseEvent;
+
+use super::long_item::unescape_in_place;
+use super::request::encode_text_signature;
+use super::tier::{TierPricing, apply_service_tier_pricing};
 
 /// One SSE payload, flat: only what the decoder reads, borrowed from the bytes. Items and
 /// responses stay raw until an event that needs them is handled: a `response.completed`

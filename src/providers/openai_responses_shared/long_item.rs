@@ -1,11 +1,12 @@
 //! The long-item path: the `output_item.done` of a long message repeats the whole reply;
 //! its text is found without copying it and unescaped in place.
 
-use super::decode::{Current, Dialect, ResponsesDecoder, WireEvent, truthy};
 use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+
+use super::decode::{Current, Dialect, ResponsesDecoder, WireEvent, truthy};
 
 /// An `output_item.done` event with a message item, read with its text left raw (the
 /// same members and types as [`WireItem`], so that it accepts what that accepts).
