@@ -1,7 +1,8 @@
 //! The fuzz targets on stable: (a) every committed input of `fuzz/corpus/<target>/` and
 //! `fuzz/artifacts/<target>/` (regressions) replayed through the target's property, and
-//! (b) each property checked with `bolero` on a bounded number of generated inputs: a corpus
-//! input with some bytes changed and a new chunking, or plain random bytes.
+//! (b) each property checked with `proptest` on a bounded number of generated inputs: a corpus
+//! input with some bytes changed and a new chunking, or plain random bytes (a failure is
+//! shrunk to a smaller input before it is reported).
 //!
 //! The properties are in `pi_engine::__fuzz` (`src/fuzz_targets.rs`); `scripts/fuzz.sh`
 //! runs the same targets under libFuzzer (`cargo +nightly fuzz`).
@@ -127,12 +128,27 @@ fn mutate(corpus: &[(PathBuf, Vec<u8>)], (pick, chunking, edits): &Mutation) -> 
 }
 
 fn generated(name: &str) {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
     let run = target(name);
     let corpus = inputs(name);
-    bolero::check!()
-        .with_type::<Mutation>()
-        .with_iterations(ITERATIONS)
-        .for_each(|m| run(&mutate(&corpus, m)));
+    let mutation = (
+        any::<u16>(),
+        any::<[u8; 2]>(),
+        prop::collection::vec(any::<(u16, u8)>(), 0..64),
+    );
+    let mut runner = TestRunner::new(Config {
+        cases: ITERATIONS as u32,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    if let Err(failure) = runner.run(&mutation, |m| {
+        run(&mutate(&corpus, &m));
+        Ok(())
+    }) {
+        panic!("{name}: {failure}");
+    }
 }
 
 macro_rules! targets {

@@ -24,13 +24,12 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::agent_loop::{
-    AgentError, AgentEventSink, ReplyFold, panic_message, run_continue, run_prompts,
-};
+use crate::agent::agent_loop::{AgentError, ReplyFold, run_continue, run_prompts};
 use crate::agent::config::{AgentContext, AgentHooks, AgentLoopConfig};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::AgentMessage;
 use crate::agent::outcome::RunOutcome;
+use crate::agent::sink::{AgentEventSink, panic_message};
 use crate::agent::tool::{AgentTool, ToolExecutionMode};
 use crate::llm::error::{Error, ErrorKind};
 use crate::llm::event::{AssistantMessageEvent, PartialMessage};

@@ -99,12 +99,12 @@ mod event;
 pub(crate) mod handle;
 mod message;
 mod outcome;
+mod sink;
 mod tool;
 mod tool_exec;
 
 pub use agent_loop::{
-    AgentError, AgentEventSink, agent_loop, agent_loop_continue, run_agent_loop,
-    run_agent_loop_continue,
+    AgentError, agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue,
 };
 pub use config::{
     AfterToolCallContext, AfterToolCallResult, AgentContext, AgentHooks, AgentLoopConfig,
@@ -114,6 +114,7 @@ pub use event::{AgentEvent, AgentEventStream, AgentLoopState};
 pub use handle::{Agent, AgentBuilder, AgentState, PromptInput, QueueMode, Subscription};
 pub use message::{AgentMessage, CustomMessage, CustomMessageType};
 pub use outcome::{RunError, RunOutcome};
+pub use sink::AgentEventSink;
 pub use tool::{
     AgentTool, AgentToolResult, ToolContext, ToolError, ToolExecutionMode, ToolUpdates, TypedTool,
 };

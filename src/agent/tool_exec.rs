@@ -26,12 +26,12 @@ use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::agent_loop::{AgentEventSink, emit_message, panic_message};
 use crate::agent::config::{
     AfterToolCallContext, AgentContext, AgentLoopConfig, BeforeToolCallContext, ToolCallDecision,
 };
 use crate::agent::event::AgentEvent;
 use crate::agent::message::AgentMessage;
+use crate::agent::sink::{AgentEventSink, emit_message, panic_message};
 use crate::agent::tool::{
     AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdate, ToolUpdates, UpdateQueue,
 };

@@ -300,3 +300,250 @@ mod tests {
         assert!(seen.first(0).is_none());
     }
 }
+
+/// The scanner against serde_json on generated inputs: whatever the scanner accepts, serde
+/// reads the same way; what it refuses is only what its documentation says it refuses.
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+    use serde::Deserialize;
+    use serde_json::{Map, Value};
+
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            cases: 256,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        }
+    }
+
+    /// Bytes of a JSON string's inside, biased towards what is hard: quotes, backslashes,
+    /// escapes (valid, invalid, surrogates), control characters, multi-byte UTF-8 and
+    /// invalid UTF-8.
+    fn string_body() -> impl Strategy<Value = Vec<u8>> {
+        let piece = prop_oneof![
+            4 => "[a-z ]{1,4}".prop_map(String::into_bytes),
+            1 => Just(b"\\\"".to_vec()),
+            1 => Just(b"\\\\".to_vec()),
+            1 => Just(b"\\n".to_vec()),
+            1 => Just(b"\\/".to_vec()),
+            1 => Just(b"\\t\\b\\f\\r".to_vec()),
+            1 => Just(b"\\u00e9".to_vec()),
+            1 => Just(b"\\ud83d\\ude48".to_vec()),
+            1 => Just(b"\\ud83d".to_vec()),
+            1 => Just(b"\\x".to_vec()),
+            1 => Just(b"\\u12".to_vec()),
+            1 => Just(b"\"".to_vec()),
+            1 => Just(b"\\".to_vec()),
+            1 => Just(vec![0x01]),
+            1 => Just(b"\n".to_vec()),
+            1 => Just("\u{e9}\u{1f648}\u{20ac}".as_bytes().to_vec()),
+            1 => Just(vec![0xff]),
+            1 => Just(vec![0xc3]),
+            1 => any::<u8>().prop_map(|b| vec![b]),
+        ];
+        prop::collection::vec(piece, 0..12).prop_map(|p| p.concat())
+    }
+
+    /// JSON text: the scanner's strings and numbers in a few layouts (what follows a value
+    /// matters to the scanner: `1.5`, `nullx`).
+    fn leading_ws() -> impl Strategy<Value = &'static [u8]> {
+        prop_oneof![Just(&b""[..]), Just(&b" "[..]), Just(&b"\n\t\r "[..])]
+    }
+
+    /// serde's reading of the string at the front of `data` (what follows is not looked at).
+    fn serde_string(data: &[u8]) -> Option<String> {
+        String::deserialize(&mut serde_json::Deserializer::from_slice(data)).ok()
+    }
+
+    /// Generated JSON values: nested objects and arrays, strings with escapes and
+    /// non-ASCII text, numbers of every kind.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let text = prop_oneof![
+            "[a-z_]{0,6}",
+            "[ -~]{0,8}",
+            "\\PC{0,6}",
+            Just("a \"q\" \\ / \n\t\u{8}\u{c}\r \u{1} \u{e9} \u{1f648}".to_owned()),
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<u64>().prop_map(Value::from),
+            (0u64..1000).prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            text.clone().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((text.clone(), inner), 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect::<Map<_, _>>())),
+            ]
+        })
+    }
+
+    /// Reads a whole value with the scanner's calls, as a fast path does; `None` where the
+    /// scanner refuses (escaped names, numbers other than plain non-negative integers).
+    fn scan(c: &mut Cursor<'_>) -> Option<Value> {
+        c.ws();
+        match *c.data.get(c.pos)? {
+            b'{' => {
+                c.byte(b'{')?;
+                let mut map = Map::new();
+                c.ws();
+                if c.data.get(c.pos) == Some(&b'}') {
+                    c.pos += 1;
+                    return Some(Value::Object(map));
+                }
+                loop {
+                    let key = std::str::from_utf8(c.key()?).ok()?.to_owned();
+                    let value = scan(c)?;
+                    map.insert(key, value);
+                    if !c.next(b'}')? {
+                        return Some(Value::Object(map));
+                    }
+                }
+            }
+            b'[' => {
+                c.ws();
+                if c.empty_array().is_some() {
+                    return Some(Value::Array(Vec::new()));
+                }
+                // `empty_array` consumed the `[`; read the elements.
+                let mut items = Vec::new();
+                loop {
+                    items.push(scan(c)?);
+                    if !c.next(b']')? {
+                        return Some(Value::Array(items));
+                    }
+                }
+            }
+            b'"' => c.string().map(|s| Value::String(s.into_owned())),
+            b'n' => c.null().map(|()| Value::Null),
+            b't' => c.literal(b"true").then_some(Value::Bool(true)),
+            b'f' => c.literal(b"false").then_some(Value::Bool(false)),
+            _ => c.integer().map(Value::from),
+        }
+    }
+
+    /// True when the scanner must read `v` (no escape in a name, only small non-negative
+    /// integers).
+    fn scannable(v: &Value) -> bool {
+        match v {
+            Value::Number(n) => n.as_u64().is_some_and(|n| n < 1_000_000_000_000_000_000),
+            Value::Array(items) => items.iter().all(scannable),
+            Value::Object(map) => map.iter().all(|(k, v)| {
+                !k.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) && scannable(v)
+            }),
+            _ => true,
+        }
+    }
+
+    /// `v` made scannable: numbers become small non-negative integers, names lose what would
+    /// be escaped.
+    fn scannable_form(v: &Value) -> Value {
+        match v {
+            Value::Number(n) => Value::from(n.as_u64().unwrap_or(7) % 1_000_000_000_000_000_000),
+            Value::Array(items) => Value::Array(items.iter().map(scannable_form).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let k: String = k
+                            .chars()
+                            .filter(|c| !matches!(c, '"' | '\\' | '\0'..='\u{1f}'))
+                            .collect();
+                        (k, scannable_form(v))
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+
+        /// A string is read exactly as serde reads it, or refused exactly when serde
+        /// refuses it; `plain_string` and `skip_string` only take strings without escapes.
+        #[test]
+        fn strings_read_as_serde_reads_them(ws in leading_ws(), body in string_body(), tail in prop_oneof![Just(&b"\""[..]), Just(&b"\",1"[..]), Just(&b""[..])]) {
+            let data = [ws, b"\"", &body, tail].concat();
+            let serde = serde_string(&data);
+            let scanned = Cursor::new(&data).string().map(Cow::into_owned);
+            prop_assert_eq!(&scanned, &serde, "{}", String::from_utf8_lossy(&data));
+            if let Some(plain) = Cursor::new(&data).plain_string() {
+                prop_assert_eq!(Some(plain), serde.as_deref());
+                // Borrowed: the bytes between the quotes are the text.
+                let inside = &data[ws.len() + 1..];
+                prop_assert!(inside.starts_with(plain.as_bytes()));
+                prop_assert_eq!(inside.get(plain.len()), Some(&b'"'));
+            }
+            if Cursor::new(&data).skip_string().is_some() {
+                prop_assert!(serde.as_deref().is_some_and(str::is_ascii));
+            }
+            // A name is a plain string followed by a colon.
+            let member = [&data[..], b":1"].concat();
+            if let Some(key) = Cursor::new(&member).key() {
+                let serde = serde_string(&member);
+                prop_assert_eq!(std::str::from_utf8(key).ok(), serde.as_deref());
+            }
+        }
+
+        /// An integer is read as serde reads a `u64`, and refused only past 18 digits.
+        #[test]
+        fn integers_read_as_serde_reads_them(ws in leading_ws(), text in "-?[0-9]{0,21}(\\.[0-9]{1,3})?([eE][+-]?[0-9]{1,2})?[,}\\] a]?") {
+            let data = [ws, text.as_bytes()].concat();
+            let serde = u64::deserialize(&mut serde_json::Deserializer::from_slice(&data)).ok();
+            let scanned = Cursor::new(&data).integer();
+            if let Some(n) = scanned {
+                prop_assert_eq!(Some(n), serde, "{}", text);
+            } else if let Some(n) = serde {
+                // Refused only when long (serde reads up to u64::MAX).
+                prop_assert!(n >= 1_000_000_000_000_000_000 || text.starts_with('0'), "{} {}", text, n);
+            }
+        }
+
+        /// Generated JSON documents, compact and pretty: what the scanner reads equals what
+        /// serde reads, it reads every document it is meant to, and `raw_object` returns
+        /// exactly the object serde reads.
+        #[test]
+        fn documents_read_as_serde_reads_them(v in json_value(), pretty in any::<bool>(), cut in any::<prop::sample::Index>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&v).unwrap()
+            } else {
+                serde_json::to_string(&v).unwrap()
+            };
+            let data = text.as_bytes();
+            let serde: Value = serde_json::from_slice(data).unwrap();
+            let mut c = Cursor::new(data);
+            match scan(&mut c) {
+                Some(scanned) => {
+                    prop_assert_eq!(&scanned, &serde, "{}", text);
+                    prop_assert!(c.at_end());
+                }
+                None => prop_assert!(!scannable(&v), "refused {}", text),
+            }
+            // Every document of the kind the scanner reads, it reads.
+            let plain = scannable_form(&v);
+            let plain_text = serde_json::to_string(&plain).unwrap();
+            prop_assert_eq!(scan(&mut Cursor::new(plain_text.as_bytes())), Some(plain), "{}", plain_text);
+            if v.is_object() {
+                let raw = Cursor::new(data).raw_object();
+                prop_assert_eq!(raw, Some(data));
+                // Cut short, it is never a whole object.
+                let short = &data[..cut.index(data.len())];
+                prop_assert_eq!(Cursor::new(short).raw_object(), None);
+            }
+            // Cut short, a document the scanner reads is one serde reads too.
+            let short = &data[..cut.index(data.len() + 1)];
+            if let Some(scanned) = scan(&mut Cursor::new(short)) {
+                let serde = Value::deserialize(&mut serde_json::Deserializer::from_slice(short));
+                prop_assert_eq!(Some(scanned), serde.ok(), "{}", String::from_utf8_lossy(short));
+            }
+        }
+    }
+}
