@@ -56,7 +56,7 @@ pub use model::{InputModality, Model, ModelBuilder, ModelCost, api};
 pub use models::{ModelRegistry, calculate_cost, get_model, get_models, get_providers};
 pub use options::{
     ApiKey, CacheRetention, DEFAULT_ERROR_BODY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, PayloadHook,
-    RetryPolicy, StreamOptions,
+    RetryPolicy, StreamOptions, ToolChoice,
 };
 pub use thinking::{
     ThinkingAdjustment, ThinkingBudgets, ThinkingLevel, UnknownThinkingLevel,

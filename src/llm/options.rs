@@ -80,6 +80,149 @@ pub enum CacheRetention {
     Long,
 }
 
+/// Which tool the model must call, if any (pi's `toolChoice`), mapped onto each api's own
+/// shape by its provider.
+///
+/// | | Anthropic | OpenAI Chat Completions | OpenAI Responses | Google |
+/// |---|---|---|---|---|
+/// | `Auto` | `{"type":"auto"}` | `"auto"` | `"auto"` | `AUTO` |
+/// | `None` | `{"type":"none"}` | `"none"` | `"none"` | `NONE` |
+/// | `Required` | `{"type":"any"}` | `"required"` | `"required"` | `ANY` |
+/// | `Tool(name)` | `{"type":"tool","name":…}` | `{"type":"function","function":{"name":…}}` | `{"type":"function","name":…}` | `ANY` + `allowedFunctionNames` |
+///
+/// Read from pi's JSON, every api's spelling is understood (`"any"` and `"required"`, the
+/// Anthropic and OpenAI objects naming a tool); any other value is kept as
+/// [`Raw`](Self::Raw) and sent as it is, as pi sends it. The Codex backend takes `Auto`
+/// only, and refuses the others with a configuration error.
+///
+/// ```
+/// use pi_engine::StreamOptions;
+/// use pi_engine::llm::ToolChoice;
+///
+/// let options = StreamOptions::new().with_tool_choice(ToolChoice::tool("read"));
+/// assert_eq!(options.tool_choice, Some(ToolChoice::Tool("read".into())));
+/// let from_pi: StreamOptions = serde_json::from_str(r#"{"toolChoice": "any"}"#).unwrap();
+/// assert_eq!(from_pi.tool_choice, Some(ToolChoice::Required));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolChoice {
+    /// The model decides (the default of every api).
+    Auto,
+    /// No tool calls.
+    None,
+    /// At least one tool call, of any tool.
+    Required,
+    /// A call of this tool.
+    Tool(String),
+    /// A value in an api's own shape, sent unchanged.
+    Raw(Value),
+}
+
+// Each api's shape, for its provider.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+impl ToolChoice {
+    /// The shape OpenAI's Responses API takes (`"auto"`, `"none"`, `"required"`,
+    /// `{"type":"function","name":…}`); also the Chat Completions strings.
+    pub(crate) fn openai_responses(&self) -> Value {
+        match self {
+            ToolChoice::Auto => "auto".into(),
+            ToolChoice::None => "none".into(),
+            ToolChoice::Required => "required".into(),
+            ToolChoice::Tool(name) => serde_json::json!({"type": "function", "name": name}),
+            ToolChoice::Raw(value) => value.clone(),
+        }
+    }
+
+    /// The shape OpenAI's Chat Completions API takes.
+    pub(crate) fn openai_completions(&self) -> Value {
+        match self {
+            ToolChoice::Tool(name) => {
+                serde_json::json!({"type": "function", "function": {"name": name}})
+            }
+            other => other.openai_responses(),
+        }
+    }
+
+    /// The shape Anthropic's Messages API takes (a string given raw becomes `{"type": …}`, as
+    /// pi sends it).
+    pub(crate) fn anthropic(&self) -> Value {
+        let kind = |k: &str| serde_json::json!({ "type": k });
+        match self {
+            ToolChoice::Auto => kind("auto"),
+            ToolChoice::None => kind("none"),
+            ToolChoice::Required => kind("any"),
+            ToolChoice::Tool(name) => serde_json::json!({"type": "tool", "name": name}),
+            ToolChoice::Raw(Value::String(k)) => kind(k),
+            ToolChoice::Raw(value) => value.clone(),
+        }
+    }
+
+    /// Google's `functionCallingConfig` (pi maps an unknown string to `AUTO`).
+    pub(crate) fn google(&self) -> Value {
+        let mode = |m: &str| serde_json::json!({ "mode": m });
+        match self {
+            ToolChoice::None => mode("NONE"),
+            ToolChoice::Required => mode("ANY"),
+            ToolChoice::Tool(name) => {
+                serde_json::json!({"mode": "ANY", "allowedFunctionNames": [name]})
+            }
+            ToolChoice::Raw(Value::String(s)) if s == "any" => mode("ANY"),
+            ToolChoice::Raw(Value::String(s)) if s == "none" => mode("NONE"),
+            _ => mode("AUTO"),
+        }
+    }
+}
+
+impl ToolChoice {
+    /// A call of the tool `name`.
+    pub fn tool(name: impl Into<String>) -> Self {
+        ToolChoice::Tool(name.into())
+    }
+
+    /// The choice pi's JSON `value` names; `None` for what pi's `if (options.toolChoice)`
+    /// skips (`null`, `false`, `""`, `0`).
+    pub fn from_pi_json(value: &Value) -> Option<ToolChoice> {
+        let name = |v: &Value| v.as_str().map(str::to_owned);
+        Some(match value {
+            Value::Null | Value::Bool(false) => return None,
+            Value::String(s) if s.is_empty() => return None,
+            Value::Number(n) if n.as_f64() == Some(0.0) => return None,
+            Value::String(s) => match s.as_str() {
+                "auto" => ToolChoice::Auto,
+                "none" => ToolChoice::None,
+                "any" | "required" => ToolChoice::Required,
+                _ => ToolChoice::Raw(value.clone()),
+            },
+            Value::Object(o) => match (o.get("type").and_then(Value::as_str), o.len()) {
+                (Some("auto"), 1) => ToolChoice::Auto,
+                (Some("none"), 1) => ToolChoice::None,
+                (Some("any"), 1) => ToolChoice::Required,
+                (Some("tool"), 2) if o.get("name").is_some_and(Value::is_string) => {
+                    ToolChoice::Tool(o.get("name").and_then(name).unwrap_or_default())
+                }
+                (Some("function"), 2) => match (o.get("name"), o.get("function")) {
+                    (Some(n), _) if n.is_string() => ToolChoice::Tool(name(n).unwrap_or_default()),
+                    (_, Some(Value::Object(f)))
+                        if f.len() == 1 && f.get("name").is_some_and(Value::is_string) =>
+                    {
+                        ToolChoice::Tool(f.get("name").and_then(name).unwrap_or_default())
+                    }
+                    _ => ToolChoice::Raw(value.clone()),
+                },
+                _ => ToolChoice::Raw(value.clone()),
+            },
+            _ => ToolChoice::Raw(value.clone()),
+        })
+    }
+}
+
+fn tool_choice_from_pi<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<ToolChoice>, D::Error> {
+    Ok(ToolChoice::from_pi_json(&Value::deserialize(d)?))
+}
+
 /// Retries of a failed request *before the first byte of its stream* (429, 5xx, overloaded,
 /// connection failures). Once a stream has started, a failure ends it with an `error` event.
 ///
@@ -221,6 +364,11 @@ pub struct StreamOptions {
     /// Prompt-cache retention.
     #[serde(default)]
     pub cache_retention: Option<CacheRetention>,
+    /// Which tool the model must call (pi's `toolChoice`); `None` leaves it to the api's
+    /// default. Kept by [`stream_simple`](crate::stream_simple) too (pi's `streamSimple` drops
+    /// it).
+    #[serde(default, deserialize_with = "tool_choice_from_pi")]
+    pub tool_choice: Option<ToolChoice>,
     /// Extra request headers (after the model's own).
     #[serde(default)]
     pub headers: Option<BTreeMap<String, String>>,
@@ -270,6 +418,7 @@ impl fmt::Debug for StreamOptions {
             .field("thinking_budgets", &self.thinking_budgets)
             .field("session_id", &self.session_id)
             .field("cache_retention", &self.cache_retention)
+            .field("tool_choice", &self.tool_choice)
             .field(
                 "headers",
                 &self
@@ -416,6 +565,24 @@ impl StreamOptions {
     #[must_use]
     pub fn with_on_payload(mut self, f: impl Fn(&mut Value) + Send + Sync + 'static) -> Self {
         self.on_payload = Some(PayloadHook::new(f));
+        self
+    }
+
+    /// The call's tool choice: [`tool_choice`](Self::tool_choice), or else a `toolChoice` set
+    /// among the provider options by pi's name (`with_extra("toolChoice", …)`), read as pi's
+    /// JSON ([`ToolChoice::from_pi_json`]).
+    pub fn effective_tool_choice(&self) -> Option<ToolChoice> {
+        self.tool_choice.clone().or_else(|| {
+            self.extra
+                .get("toolChoice")
+                .and_then(ToolChoice::from_pi_json)
+        })
+    }
+
+    /// Sets which tool the model must call ([`ToolChoice`]).
+    #[must_use]
+    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
         self
     }
 

@@ -105,6 +105,8 @@ pub struct ThinkingBudgets {
 
 mod provider_options;
 
+#[cfg_attr(not(feature = "anthropic"), allow(unused_imports))]
+pub(crate) use provider_options::anthropic_adaptive;
 pub use provider_options::{build_base_options, to_provider_options};
 
 impl ThinkingBudgets {

@@ -242,6 +242,10 @@ fn build_request(
             Value::Array(convert_tools(tools, &Value::Bool(false))),
         );
     }
+    // pi's Responses providers drop `toolChoice`; forcing a tool is sent (a listed deviation).
+    if let Some(choice) = options.effective_tool_choice() {
+        body.insert("tool_choice".into(), choice.openai_responses());
+    }
     insert_reasoning(&mut body, model, &reasoning, true);
 
     // The SDK appends the path and replaces any query with the API version.

@@ -53,7 +53,7 @@ use crate::llm::error::{Error, ErrorKind};
 use crate::llm::event_stream::AssistantMessageEventStream;
 use crate::llm::message::Context;
 use crate::llm::model::{Model, api};
-use crate::llm::options::StreamOptions;
+use crate::llm::options::{StreamOptions, ToolChoice};
 use crate::llm::thinking::ThinkingLevel;
 use crate::providers::ApiProvider;
 use crate::providers::http::{HttpRequest, stream_http};
@@ -204,6 +204,19 @@ fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Resu
     body.insert("include".into(), json!(["reasoning.encrypted_content"]));
     if let Some(id) = &options.session_id {
         body.insert("prompt_cache_key".into(), id.clone().into());
+    }
+    // The Codex backend is sent `auto` (as pi does); a forced choice is refused, not dropped.
+    match options.effective_tool_choice() {
+        None | Some(ToolChoice::Auto) => {}
+        Some(other) => {
+            return Err(Error::new(
+                ErrorKind::Config,
+                format!(
+                    "openai-codex-responses takes toolChoice auto only (got {})",
+                    other.openai_responses()
+                ),
+            ));
+        }
     }
     body.insert("tool_choice".into(), "auto".into());
     body.insert("parallel_tool_calls".into(), true.into());

@@ -211,6 +211,10 @@ fn build_request(
             Value::Array(convert_tools(tools, &Value::Bool(false))),
         );
     }
+    // pi's Responses providers drop `toolChoice`; forcing a tool is sent (a listed deviation).
+    if let Some(choice) = options.effective_tool_choice() {
+        body.insert("tool_choice".into(), choice.openai_responses());
+    }
     let copilot = model.provider == "github-copilot";
     insert_reasoning(&mut body, model, &reasoning, !copilot);
 

@@ -57,8 +57,6 @@ struct AnthropicOptions {
     thinking_display: Option<String>,
     #[serde(default)]
     interleaved_thinking: Option<bool>,
-    #[serde(default)]
-    tool_choice: Option<Value>,
 }
 
 impl AnthropicOptions {
@@ -71,7 +69,6 @@ impl AnthropicOptions {
             "effort",
             "thinkingDisplay",
             "interleavedThinking",
-            "toolChoice",
         ] {
             if let Some(v) = pick(key) {
                 map.insert(key.to_owned(), v);
@@ -103,18 +100,10 @@ impl Compat {
     }
 }
 
-/// True for models that think adaptively (Opus 4.6+, Sonnet 4.6).
+/// True for models that think adaptively: the crate's one list
+/// (`llm::thinking`'s `ADAPTIVE_THINKING_MODELS`, which `stream_simple` reads too).
 fn supports_adaptive_thinking(model_id: &str) -> bool {
-    [
-        "opus-4-6",
-        "opus-4.6",
-        "opus-4-7",
-        "opus-4.7",
-        "sonnet-4-6",
-        "sonnet-4.6",
-    ]
-    .iter()
-    .any(|m| model_id.contains(m))
+    crate::llm::thinking::anthropic_adaptive(model_id)
 }
 
 fn is_oauth_token(key: &str) -> bool {
@@ -294,14 +283,8 @@ fn build_body(
     {
         body.insert("metadata".into(), json!({"user_id": user_id}));
     }
-    match &opts.tool_choice {
-        Some(Value::String(kind)) => {
-            body.insert("tool_choice".into(), json!({"type": kind}));
-        }
-        Some(choice @ Value::Object(_)) => {
-            body.insert("tool_choice".into(), choice.clone());
-        }
-        _ => {}
+    if let Some(choice) = options.effective_tool_choice() {
+        body.insert("tool_choice".into(), choice.anthropic());
     }
     Value::Object(body)
 }

@@ -40,8 +40,6 @@ const TOOL_RESULT_IMAGE: &str = "Tool result image:";
 #[serde(rename_all = "camelCase")]
 struct GoogleOptions {
     #[serde(default)]
-    tool_choice: Option<Value>,
-    #[serde(default)]
     thinking: Option<ThinkingOption>,
 }
 
@@ -60,7 +58,7 @@ struct ThinkingOption {
 impl GoogleOptions {
     fn from_extra(extra: &Map<String, Value>) -> Result<Self, Error> {
         let mut map = Map::new();
-        for key in ["toolChoice", "thinking"] {
+        for key in ["thinking"] {
             if let Some(v) = extra.get(key).filter(|v| !v.is_null()) {
                 map.insert(key.to_owned(), v.clone());
             }
@@ -105,15 +103,10 @@ pub(crate) fn build_body(
             "tools".into(),
             json!([{ "functionDeclarations": declarations }]),
         );
-        if let Some(choice) = opts.tool_choice.as_ref().filter(|c| truthy(c)) {
-            let mode = match choice.as_str() {
-                Some("none") => "NONE",
-                Some("any") => "ANY",
-                _ => "AUTO",
-            };
+        if let Some(choice) = options.effective_tool_choice() {
             body.insert(
                 "toolConfig".into(),
-                json!({"functionCallingConfig": {"mode": mode}}),
+                json!({"functionCallingConfig": choice.google()}),
             );
         }
     }
@@ -130,17 +123,6 @@ pub(crate) fn build_body(
     // `@google/genai` always sends it, empty or not.
     body.insert("generationConfig".into(), Value::Object(generation));
     Ok(Value::Object(body))
-}
-
-/// JavaScript truthiness, for pi's `if (options.toolChoice)`.
-fn truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|x| x != 0.0 && !x.is_nan()),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(_) | Value::Object(_) => true,
-    }
 }
 
 /// `thinkingConfig`: with thinking on (reasoning models only), `includeThoughts` plus the

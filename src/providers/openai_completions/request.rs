@@ -32,8 +32,6 @@ struct ProviderOptions<'a> {
     ///
     /// [`to_provider_options`]: crate::llm::to_provider_options
     reasoning_effort: Option<&'a str>,
-    /// `toolChoice`: sent as `tool_choice` as given.
-    tool_choice: Option<&'a Value>,
 }
 
 impl<'a> ProviderOptions<'a> {
@@ -49,11 +47,7 @@ impl<'a> ProviderOptions<'a> {
                 ));
             }
         };
-        let tool_choice = extra.get("toolChoice").filter(|v| truthy(v));
-        Ok(ProviderOptions {
-            reasoning_effort,
-            tool_choice,
-        })
+        Ok(ProviderOptions { reasoning_effort })
     }
 }
 
@@ -199,8 +193,8 @@ fn build_body(
             body.insert("tool_stream".into(), true.into());
         }
     }
-    if let Some(choice) = opts.tool_choice {
-        body.insert("tool_choice".into(), choice.clone());
+    if let Some(choice) = options.effective_tool_choice() {
+        body.insert("tool_choice".into(), choice.openai_completions());
     }
     if model.reasoning {
         insert_reasoning(&mut body, model, opts.reasoning_effort, compat);
