@@ -5,6 +5,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use base64::Engine as _;
+
 use pi_engine::llm::ToolChoice;
 use pi_engine::providers::http::{HttpTransport, TransportRequest, TransportResponse};
 use pi_engine::{
@@ -220,7 +222,8 @@ async fn the_codex_backend_refuses_a_forced_choice_instead_of_dropping_it() {
         "http://127.0.0.1:9",
     );
     // A Codex token is a JWT naming the account; any well-formed one will do here.
-    let claims = base64_url(r#"{"https://api.openai.com/auth":{"chatgpt_account_id":"acct"}}"#);
+    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(r#"{"https://api.openai.com/auth":{"chatgpt_account_id":"acct"}}"#);
     let token = format!("e30.{claims}.sig");
     let recorder = Recorder::default();
     let options = StreamOptions::new()
@@ -237,20 +240,4 @@ async fn the_codex_backend_refuses_a_forced_choice_instead_of_dropping_it() {
     let reply = pi_engine::complete(&model, &context(), &auto).await;
     assert_eq!(reply.error().unwrap().message(), "recorded");
     assert_eq!(recorder.0.lock().unwrap()[0]["tool_choice"], "auto");
-}
-
-fn base64_url(text: &str) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let bytes = text.as_bytes();
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..=chunk.len() {
-            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
 }

@@ -119,11 +119,11 @@ pub enum ToolChoice {
     Raw(Value),
 }
 
-// Each api's shape, for its provider.
-#[cfg_attr(not(feature = "http"), allow(dead_code))]
+// Each api's shape, for its provider (unused when that provider's feature is off).
 impl ToolChoice {
     /// The shape OpenAI's Responses API takes (`"auto"`, `"none"`, `"required"`,
     /// `{"type":"function","name":…}`); also the Chat Completions strings.
+    #[cfg_attr(not(feature = "openai"), allow(dead_code))]
     pub(crate) fn openai_responses(&self) -> Value {
         match self {
             ToolChoice::Auto => "auto".into(),
@@ -135,6 +135,7 @@ impl ToolChoice {
     }
 
     /// The shape OpenAI's Chat Completions API takes.
+    #[cfg_attr(not(feature = "openai"), allow(dead_code))]
     pub(crate) fn openai_completions(&self) -> Value {
         match self {
             ToolChoice::Tool(name) => {
@@ -146,6 +147,7 @@ impl ToolChoice {
 
     /// The shape Anthropic's Messages API takes (a string given raw becomes `{"type": …}`, as
     /// pi sends it).
+    #[cfg_attr(not(feature = "anthropic"), allow(dead_code))]
     pub(crate) fn anthropic(&self) -> Value {
         let kind = |k: &str| serde_json::json!({ "type": k });
         match self {
@@ -159,6 +161,7 @@ impl ToolChoice {
     }
 
     /// Google's `functionCallingConfig` (pi maps an unknown string to `AUTO`).
+    #[cfg_attr(not(feature = "google"), allow(dead_code))]
     pub(crate) fn google(&self) -> Value {
         let mode = |m: &str| serde_json::json!({ "mode": m });
         match self {
@@ -183,7 +186,6 @@ impl ToolChoice {
     /// The choice pi's JSON `value` names; `None` for what pi's `if (options.toolChoice)`
     /// skips (`null`, `false`, `""`, `0`).
     pub fn from_pi_json(value: &Value) -> Option<ToolChoice> {
-        let name = |v: &Value| v.as_str().map(str::to_owned);
         Some(match value {
             Value::Null | Value::Bool(false) => return None,
             Value::String(s) if s.is_empty() => return None,
@@ -194,27 +196,34 @@ impl ToolChoice {
                 "any" | "required" => ToolChoice::Required,
                 _ => ToolChoice::Raw(value.clone()),
             },
-            Value::Object(o) => match (o.get("type").and_then(Value::as_str), o.len()) {
-                (Some("auto"), 1) => ToolChoice::Auto,
-                (Some("none"), 1) => ToolChoice::None,
-                (Some("any"), 1) => ToolChoice::Required,
-                (Some("tool"), 2) if o.get("name").is_some_and(Value::is_string) => {
-                    ToolChoice::Tool(o.get("name").and_then(name).unwrap_or_default())
+            Value::Object(o) => {
+                // The tool an object names: Anthropic's `{"type":"tool","name"}`, Responses'
+                // `{"type":"function","name"}`, Chat Completions' `{"type":"function",
+                // "function":{"name"}}`.
+                let named = match (str_of(o, "type"), o.len()) {
+                    (Some("auto"), 1) => return Some(ToolChoice::Auto),
+                    (Some("none"), 1) => return Some(ToolChoice::None),
+                    (Some("any"), 1) => return Some(ToolChoice::Required),
+                    (Some("tool"), 2) => str_of(o, "name"),
+                    (Some("function"), 2) => str_of(o, "name").or(match o.get("function") {
+                        Some(Value::Object(f)) if f.len() == 1 => str_of(f, "name"),
+                        _ => None,
+                    }),
+                    _ => None,
+                };
+                match named {
+                    Some(name) => ToolChoice::Tool(name.to_owned()),
+                    None => ToolChoice::Raw(value.clone()),
                 }
-                (Some("function"), 2) => match (o.get("name"), o.get("function")) {
-                    (Some(n), _) if n.is_string() => ToolChoice::Tool(name(n).unwrap_or_default()),
-                    (_, Some(Value::Object(f)))
-                        if f.len() == 1 && f.get("name").is_some_and(Value::is_string) =>
-                    {
-                        ToolChoice::Tool(f.get("name").and_then(name).unwrap_or_default())
-                    }
-                    _ => ToolChoice::Raw(value.clone()),
-                },
-                _ => ToolChoice::Raw(value.clone()),
-            },
+            }
             _ => ToolChoice::Raw(value.clone()),
         })
     }
+}
+
+/// The string member `key` of `object`.
+fn str_of<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    object.get(key).and_then(Value::as_str)
 }
 
 fn tool_choice_from_pi<'de, D: serde::Deserializer<'de>>(

@@ -11,8 +11,8 @@ use futures::StreamExt;
 
 use super::status::{not_a_stream_error, status_error};
 use super::transport::{
-    MAX_REDIRECTS, ReqwestTransport, ResponseBody, SharedTransport, TransportRequest,
-    TransportResponse,
+    MAX_REDIRECTS, ResponseBody, SharedTransport, TransportRequest, TransportResponse,
+    default_transport,
 };
 use crate::llm::error::{Error, ErrorKind};
 use crate::llm::model::Model;
@@ -164,10 +164,7 @@ impl HttpRequest {
             idle_timeout: options.idle_timeout_or_default(),
             error_body_timeout: options.error_body_timeout_or_default(),
             secrets,
-            transport: options
-                .transport
-                .clone()
-                .unwrap_or_else(|| std::sync::Arc::new(ReqwestTransport::default())),
+            transport: options.transport.clone().unwrap_or_else(default_transport),
         })
     }
 }
@@ -422,7 +419,7 @@ mod tests {
             idle_timeout: Duration::from_secs(1),
             error_body_timeout: Duration::from_secs(1),
             secrets: Secrets::default(),
-            transport: std::sync::Arc::new(ReqwestTransport::default()),
+            transport: default_transport(),
         }
     }
 

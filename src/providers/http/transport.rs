@@ -185,6 +185,15 @@ pub trait HttpTransport: Send + Sync + fmt::Debug + 'static {
 /// holds it.
 pub type SharedTransport = Arc<dyn HttpTransport>;
 
+/// The transport of a call whose options set none: the process-wide [`ReqwestTransport`],
+/// shared, so a request costs a reference count, not an allocation.
+pub(crate) fn default_transport() -> SharedTransport {
+    static DEFAULT: OnceLock<SharedTransport> = OnceLock::new();
+    DEFAULT
+        .get_or_init(|| Arc::new(ReqwestTransport::default()))
+        .clone()
+}
+
 /// The default transport: a [`reqwest::Client`] with pi-engine's rules.
 ///
 /// * Redirects are followed only within the request's origin (scheme, host and port), at
