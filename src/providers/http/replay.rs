@@ -13,6 +13,9 @@ use crate::llm::model::{Model, ModelCost};
 
 /// A built-in wire format whose decoder [`replay_wire`] runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// With only the `openai` feature every variant left starts with `OpenAi`: the names are the
+// apis', not a stutter.
+#[allow(clippy::enum_variant_names)]
 pub(crate) enum Wire {
     /// `anthropic-messages`.
     #[cfg(feature = "anthropic")]
