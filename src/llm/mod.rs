@@ -9,8 +9,10 @@
 //! * [`event`](AssistantMessageEvent): what a streaming reply emits, and
 //!   [`AssistantMessageEventStream`], the stream a provider returns ([`EventSender`] feeds it).
 //! * [`Model`] and the [`models`] catalog: ids, endpoints, prices, limits, `models.json`.
-//! * [`StreamOptions`] and [`ThinkingLevel`]: what a call asks for, and how the simple options
-//!   map onto each API ([`to_provider_options`], [`build_base_options`]).
+//! * [`StreamOptions`] and [`ThinkingLevel`]: what a call asks for; each api's typed options
+//!   ([`AnthropicOptions`], [`OpenAiResponsesOptions`], … and a custom provider's own, through
+//!   [`ApiOptions`]); how the simple options map onto each API ([`to_provider_options`],
+//!   [`build_base_options`]).
 //! * [`Error`]: the one opaque error of the crate, with [`ErrorKind`] predicates.
 //! * Tool calls: [`validate_tool_call`] checks a call's arguments against its tool's JSON
 //!   Schema as pi does; [`parse_arguments`] and [`json`] turn streamed argument fragments into
@@ -55,13 +57,15 @@ pub use message::{
 pub use model::{InputModality, Model, ModelBuilder, ModelCost, api};
 pub use models::{ModelRegistry, calculate_cost, get_model, get_models, get_providers};
 pub use options::{
-    ApiKey, CacheRetention, DEFAULT_ERROR_BODY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, PayloadHook,
-    RetryPolicy, StreamOptions, ToolChoice,
+    AnthropicOptions, ApiKey, ApiOptions, AzureOpenAiResponsesOptions, COMMON_EXTRA_KEYS,
+    CacheRetention, DEFAULT_ERROR_BODY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, GoogleOptions,
+    GoogleThinking, GoogleVertexOptions, MistralOptions, OpenAiCodexResponsesOptions,
+    OpenAiCompletionsOptions, OpenAiResponsesOptions, PayloadHook, RetryPolicy, StreamOptions,
+    ToolChoice, build_base_options, to_provider_options,
 };
 pub use thinking::{
     ThinkingAdjustment, ThinkingBudgets, ThinkingLevel, UnknownThinkingLevel,
-    adjust_max_tokens_for_thinking, build_base_options, clamp_thinking_level,
-    supported_thinking_levels, to_provider_options,
+    adjust_max_tokens_for_thinking, clamp_thinking_level, supported_thinking_levels,
 };
 pub use tool_args::parse_arguments;
 pub use validation::{

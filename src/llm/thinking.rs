@@ -103,12 +103,6 @@ pub struct ThinkingBudgets {
     pub high: Option<u64>,
 }
 
-mod provider_options;
-
-#[cfg_attr(not(feature = "anthropic"), allow(unused_imports))]
-pub(crate) use provider_options::anthropic_adaptive;
-pub use provider_options::{build_base_options, to_provider_options};
-
 impl ThinkingBudgets {
     /// pi's default budgets: minimal 1024, low 2048, medium 8192, high 16384 tokens.
     pub const DEFAULT: ThinkingBudgets = ThinkingBudgets {

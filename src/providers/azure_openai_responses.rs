@@ -42,12 +42,12 @@ use crate::llm::error::{Error, ErrorKind};
 use crate::llm::event_stream::AssistantMessageEventStream;
 use crate::llm::message::Context;
 use crate::llm::model::{Model, api};
-use crate::llm::options::{ApiKey, StreamOptions};
+use crate::llm::options::{ApiKey, AzureOpenAiResponsesOptions, StreamOptions};
 use crate::providers::ApiProvider;
 use crate::providers::http::{HttpRequest, stream_http};
 use crate::providers::openai_responses_shared::{
     ReasoningOptions, ResponsesDecoder, TierPricing, convert_messages, convert_tools,
-    insert_reasoning, string_option,
+    insert_reasoning,
 };
 
 const DEFAULT_API_VERSION: &str = "v1";
@@ -129,31 +129,35 @@ fn deployment_from_map(map: &str, model_id: &str) -> Option<String> {
 
 fn deployment_name(
     model: &Model,
-    options: &StreamOptions,
+    opts: &AzureOpenAiResponsesOptions,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, Error> {
-    if let Some(name) = string_option(&options.extra, "azureDeploymentName")? {
-        return Ok(name);
+) -> String {
+    if let Some(name) = &opts.deployment_name {
+        return name.clone();
     }
-    Ok(env("AZURE_OPENAI_DEPLOYMENT_NAME_MAP")
+    env("AZURE_OPENAI_DEPLOYMENT_NAME_MAP")
         .and_then(|map| deployment_from_map(&map, &model.id))
-        .unwrap_or_else(|| model.id.clone()))
+        .unwrap_or_else(|| model.id.clone())
 }
 
 fn resolve_config(
     model: &Model,
-    options: &StreamOptions,
+    opts: &AzureOpenAiResponsesOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<AzureConfig, Error> {
     let set = |value: Option<String>| value.filter(|v| !v.is_empty());
-    let api_version = string_option(&options.extra, "azureApiVersion")?
+    let api_version = opts
+        .api_version
+        .clone()
         .or_else(|| set(env("AZURE_OPENAI_API_VERSION")))
         .unwrap_or_else(|| DEFAULT_API_VERSION.to_owned());
     let trimmed =
         |value: Option<String>| value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-    let resource = string_option(&options.extra, "azureResourceName")?
+    let resource = opts
+        .resource_name
+        .clone()
         .or_else(|| set(env("AZURE_OPENAI_RESOURCE_NAME")));
-    let base_url = trimmed(string_option(&options.extra, "azureBaseUrl")?)
+    let base_url = trimmed(opts.base_url.clone())
         .or_else(|| trimmed(env("AZURE_OPENAI_BASE_URL")))
         .or_else(|| resource.map(|r| format!("https://{r}.openai.azure.com/openai/v1")))
         .or_else(|| set(Some(model.base_url.clone())))
@@ -216,12 +220,16 @@ fn build_request(
     options: &StreamOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<HttpRequest, Error> {
-    let config = resolve_config(model, options, env)?;
+    let opts: AzureOpenAiResponsesOptions = options.api_options()?;
+    let config = resolve_config(model, &opts, env)?;
     let key = api_key(model, options, &config.base_url, env)?;
-    let reasoning = ReasoningOptions::from_extra(&options.extra)?;
+    let reasoning = ReasoningOptions::of(
+        opts.reasoning_effort.as_ref(),
+        opts.reasoning_summary.as_ref(),
+    );
 
     let mut body = Map::new();
-    body.insert("model".into(), deployment_name(model, options, env)?.into());
+    body.insert("model".into(), deployment_name(model, &opts, env).into());
     body.insert(
         "input".into(),
         Value::Array(convert_messages(model, context, TOOL_CALL_PROVIDERS, true)?),
@@ -296,7 +304,7 @@ mod tests {
         options: &StreamOptions,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> (String, String) {
-        let c = resolve_config(model, options, env).unwrap();
+        let c = resolve_config(model, &options.api_options().unwrap(), env).unwrap();
         (c.base_url, c.api_version)
     }
 
@@ -368,12 +376,12 @@ mod tests {
             ),
             pair("https://optres.openai.azure.com/openai/v1", "preview")
         );
-        let err = resolve_config(&model(""), &StreamOptions::new(), &none).unwrap_err();
+        let err = resolve_config(&model(""), &Default::default(), &none).unwrap_err();
         assert!(
             err.message()
                 .starts_with("Azure OpenAI base URL is required.")
         );
-        let err = resolve_config(&model("not a url"), &StreamOptions::new(), &none).unwrap_err();
+        let err = resolve_config(&model("not a url"), &Default::default(), &none).unwrap_err();
         assert_eq!(err.message(), "Invalid Azure OpenAI base URL: not a url");
     }
 
@@ -384,16 +392,16 @@ mod tests {
             "AZURE_OPENAI_DEPLOYMENT_NAME_MAP",
             " gpt-4o=dep-4o , bad, =x, gpt-5 = dep-5 ,gpt-5=dep-5b=ignored",
         )]);
+        assert_eq!(deployment_name(&m, &Default::default(), &map), "dep-5b");
         assert_eq!(
-            deployment_name(&m, &StreamOptions::new(), &map).unwrap(),
-            "dep-5b"
-        );
-        assert_eq!(
-            deployment_name(&m, &StreamOptions::new(), &env_of(&[])).unwrap(),
+            deployment_name(&m, &Default::default(), &env_of(&[])),
             "gpt-5"
         );
         let opts = StreamOptions::new().with_extra("azureDeploymentName", json!("mine"));
-        assert_eq!(deployment_name(&m, &opts, &map).unwrap(), "mine");
+        assert_eq!(
+            deployment_name(&m, &opts.api_options().unwrap(), &map),
+            "mine"
+        );
     }
 
     #[test]

@@ -49,16 +49,13 @@
 //! # }
 //! ```
 
-use serde::Deserialize;
-use serde_json::{Map, Value};
-
-use super::google::request::{Flavour, build_body};
+use super::google::request::{Flavour, build_body_with};
 use super::google::stream::GoogleDecoder;
 use crate::llm::error::{Error, ErrorKind};
 use crate::llm::event_stream::AssistantMessageEventStream;
 use crate::llm::message::Context;
 use crate::llm::model::{Model, api};
-use crate::llm::options::StreamOptions;
+use crate::llm::options::{GoogleVertexOptions, StreamOptions};
 use crate::providers::ApiProvider;
 use crate::providers::http::{HttpRequest, stream_http};
 
@@ -111,44 +108,6 @@ impl ApiProvider for VertexProvider {
     }
 }
 
-/// The Vertex options, from `options.extra` (`Debug` redacts the token).
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct VertexOptions {
-    #[serde(default)]
-    project: Option<String>,
-    #[serde(default)]
-    location: Option<String>,
-    #[serde(default)]
-    access_token: Option<String>,
-}
-
-impl std::fmt::Debug for VertexOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VertexOptions")
-            .field("project", &self.project)
-            .field("location", &self.location)
-            .field(
-                "access_token",
-                &self.access_token.as_ref().map(|_| "<redacted>"),
-            )
-            .finish()
-    }
-}
-
-impl VertexOptions {
-    fn from_extra(extra: &Map<String, Value>) -> Result<Self, Error> {
-        let mut map = Map::new();
-        for key in VERTEX_OPTIONS {
-            if let Some(v) = extra.get(key).filter(|v| !v.is_null()) {
-                map.insert(key.to_owned(), v.clone());
-            }
-        }
-        serde_json::from_value(Value::Object(map))
-            .map_err(|e| Error::new(ErrorKind::Config, format!("Invalid Vertex option: {e}")))
-    }
-}
-
 /// How a request authenticates.
 #[derive(Debug, PartialEq, Eq)]
 enum Auth {
@@ -185,7 +144,7 @@ fn configured_key(options: &StreamOptions, env: &dyn Fn(&str) -> Option<String>)
 fn resolve_auth(
     model: &Model,
     options: &StreamOptions,
-    opts: &VertexOptions,
+    opts: &GoogleVertexOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Auth, Error> {
     if let Some(token) = opts
@@ -236,9 +195,15 @@ fn build_request_with(
     options: &StreamOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<HttpRequest, Error> {
-    let opts = VertexOptions::from_extra(&options.extra)?;
+    let opts: GoogleVertexOptions = options.api_options()?;
     let auth = resolve_auth(model, options, &opts, env)?;
-    let body = build_body(model, context, options, Flavour::Vertex)?;
+    let body = build_body_with(
+        model,
+        context,
+        options,
+        Flavour::Vertex,
+        opts.thinking.as_ref(),
+    )?;
     let model_path = model_path(&model.id)?;
     let url = match &auth {
         Auth::ApiKey(_) => match custom_base_url(model) {

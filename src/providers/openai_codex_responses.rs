@@ -53,12 +53,12 @@ use crate::llm::error::{Error, ErrorKind};
 use crate::llm::event_stream::AssistantMessageEventStream;
 use crate::llm::message::Context;
 use crate::llm::model::{Model, api};
-use crate::llm::options::{StreamOptions, ToolChoice};
+use crate::llm::options::{OpenAiCodexResponsesOptions, StreamOptions, ToolChoice};
 use crate::llm::thinking::ThinkingLevel;
 use crate::providers::ApiProvider;
 use crate::providers::http::{HttpRequest, stream_http};
 use crate::providers::openai_responses_shared::{
-    ResponsesDecoder, TierPricing, convert_messages, convert_tools, string_option,
+    ResponsesDecoder, TierPricing, convert_messages, convert_tools,
 };
 
 const DEFAULT_BASE_URL: &str = "https://chatgpt.com/backend-api";
@@ -89,12 +89,14 @@ impl ApiProvider for OpenAICodexResponsesProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        let requested = string_option(&options.extra, "serviceTier").ok().flatten();
+        // Read once: the tier prices the reply, the rest builds the request.
+        let opts = options.api_options::<OpenAiCodexResponsesOptions>();
+        let requested = opts.as_ref().ok().and_then(|o| o.service_tier.clone());
         let decoder = ResponsesDecoder::new(model, TierPricing::Codex { requested });
         stream_http(
             model,
             options,
-            build_request(model, context, options),
+            opts.and_then(|opts| build_request_with(model, context, options, &opts)),
             decoder,
         )
     }
@@ -176,7 +178,12 @@ fn user_agent() -> &'static str {
     })
 }
 
-fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Result<Value, Error> {
+fn build_body(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    opts: &OpenAiCodexResponsesOptions,
+) -> Result<Value, Error> {
     let mut body = Map::new();
     body.insert("model".into(), model.id.clone().into());
     body.insert("store".into(), false.into());
@@ -196,10 +203,10 @@ fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Resu
             false,
         )?),
     );
-    let verbosity = string_option(&options.extra, "textVerbosity")?;
+    let verbosity = opts.text_verbosity.as_deref();
     body.insert(
         "text".into(),
-        json!({"verbosity": verbosity.as_deref().unwrap_or("low")}),
+        json!({"verbosity": verbosity.unwrap_or("low")}),
     );
     body.insert("include".into(), json!(["reasoning.encrypted_content"]));
     if let Some(id) = &options.session_id {
@@ -223,8 +230,8 @@ fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Resu
     if let Some(t) = options.temperature {
         body.insert("temperature".into(), t.into());
     }
-    if let Some(tier) = string_option(&options.extra, "serviceTier")? {
-        body.insert("service_tier".into(), tier.into());
+    if let Some(tier) = &opts.service_tier {
+        body.insert("service_tier".into(), tier.clone().into());
     }
     if let Some(tools) = context.tools.as_ref().filter(|t| !t.is_empty()) {
         body.insert(
@@ -232,7 +239,7 @@ fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Resu
             Value::Array(convert_tools(tools, &Value::Null)),
         );
     }
-    if let Some(effort) = string_option(&options.extra, "reasoningEffort")? {
+    if let Some(effort) = opts.reasoning_effort.clone() {
         let map = model.thinking_level_map.as_ref();
         let level = if effort == "none" {
             Some(ThinkingLevel::Off)
@@ -245,23 +252,33 @@ fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Resu
             None if effort == "none" => "none".to_owned(),
             None => effort,
         };
-        let summary = string_option(&options.extra, "reasoningSummary")?;
+        let summary = opts.reasoning_summary.as_deref().unwrap_or("auto");
         body.insert(
             "reasoning".into(),
-            json!({"effort": effort, "summary": summary.as_deref().unwrap_or("auto")}),
+            json!({"effort": effort, "summary": summary}),
         );
     }
     Ok(Value::Object(body))
 }
 
+#[cfg(test)]
 fn build_request(
     model: &Model,
     context: &Context,
     options: &StreamOptions,
 ) -> Result<HttpRequest, Error> {
+    build_request_with(model, context, options, &options.api_options()?)
+}
+
+fn build_request_with(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    opts: &OpenAiCodexResponsesOptions,
+) -> Result<HttpRequest, Error> {
     let token = crate::llm::resolve_api_key(model, options)?;
     let account = account_id(token.expose())?;
-    let body = build_body(model, context, options)?;
+    let body = build_body(model, context, options, opts)?;
     let mut request = HttpRequest::post_json(codex_url(&model.base_url), body)
         .header("authorization", format!("Bearer {}", token.expose()))
         .header("chatgpt-account-id", account)
@@ -365,15 +382,15 @@ mod tests {
             .into_iter()
             .collect(),
         );
-        let body = build_body(&mapped, &ctx, &opts).unwrap();
+        let body = build_body(&mapped, &ctx, &opts, &opts.api_options().unwrap()).unwrap();
         assert_eq!(body["reasoning"]["effort"], "minimal");
         let low = opts.clone().with_extra("reasoningEffort", json!("low"));
         assert_eq!(
-            build_body(&mapped, &ctx, &low).unwrap()["reasoning"]["effort"],
+            build_body(&mapped, &ctx, &low, &low.api_options().unwrap()).unwrap()["reasoning"]["effort"],
             "medium"
         );
         let none = StreamOptions::new().with_api_key(token("a"));
-        let body = build_body(&model, &ctx, &none).unwrap();
+        let body = build_body(&model, &ctx, &none, &none.api_options().unwrap()).unwrap();
         assert!(body.get("reasoning").is_none() && body.get("prompt_cache_key").is_none());
         let bad = StreamOptions::new().with_api_key("not-a-jwt");
         assert!(build_request(&model, &ctx, &bad).unwrap_err().is_auth());

@@ -72,13 +72,13 @@ use crate::llm::error::Error;
 use crate::llm::event_stream::AssistantMessageEventStream;
 use crate::llm::message::Context;
 use crate::llm::model::{Model, api};
-use crate::llm::options::{ApiKey, CacheRetention, StreamOptions};
+use crate::llm::options::{ApiKey, CacheRetention, OpenAiResponsesOptions, StreamOptions};
 use crate::providers::ApiProvider;
 use crate::providers::http::copilot::copilot_headers;
 use crate::providers::http::{HttpRequest, cloudflare, stream_http};
 use crate::providers::openai_responses_shared::{
     ReasoningOptions, ResponsesDecoder, TierPricing, convert_messages, convert_tools,
-    insert_reasoning, string_option,
+    insert_reasoning,
 };
 
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -107,7 +107,9 @@ impl ApiProvider for OpenAIResponsesProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        let requested_tier = string_option(&options.extra, "serviceTier").ok().flatten();
+        // Read once: the tier prices the reply, the rest builds the request.
+        let opts = options.api_options::<OpenAiResponsesOptions>();
+        let requested_tier = opts.as_ref().ok().and_then(|o| o.service_tier.clone());
         let decoder = ResponsesDecoder::new(
             model,
             TierPricing::OpenAi {
@@ -117,7 +119,7 @@ impl ApiProvider for OpenAIResponsesProvider {
         stream_http(
             model,
             options,
-            build_request(model, context, options),
+            opts.and_then(|opts| build_request_with(model, context, options, &opts)),
             decoder,
         )
     }
@@ -168,14 +170,27 @@ fn api_key(model: &Model, options: &StreamOptions) -> Result<Option<ApiKey>, Err
     })
 }
 
+#[cfg(test)]
 fn build_request(
     model: &Model,
     context: &Context,
     options: &StreamOptions,
 ) -> Result<HttpRequest, Error> {
+    build_request_with(model, context, options, &options.api_options()?)
+}
+
+fn build_request_with(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    opts: &OpenAiResponsesOptions,
+) -> Result<HttpRequest, Error> {
     let key = api_key(model, options)?;
-    let reasoning = ReasoningOptions::from_extra(&options.extra)?;
-    let service_tier = string_option(&options.extra, "serviceTier")?;
+    let reasoning = ReasoningOptions::of(
+        opts.reasoning_effort.as_ref(),
+        opts.reasoning_summary.as_ref(),
+    );
+    let service_tier = opts.service_tier.clone();
     let retention = cache_retention(options);
     let session_id = options
         .session_id

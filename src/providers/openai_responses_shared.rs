@@ -11,9 +11,7 @@ mod request;
 mod tier;
 
 pub(crate) use decode::ResponsesDecoder;
-pub(crate) use request::{
-    ReasoningOptions, convert_messages, convert_tools, insert_reasoning, string_option,
-};
+pub(crate) use request::{ReasoningOptions, convert_messages, convert_tools, insert_reasoning};
 pub(crate) use tier::TierPricing;
 
 #[cfg(test)]

@@ -1,15 +1,14 @@
 //! The request: the body (messages, tools, thinking, prompt caching) and the headers
 //! (key or subscription token, betas, Claude Code's identity) pi's SDK sends.
 
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::llm::error::{Error, ErrorKind};
+use crate::llm::error::Error;
 use crate::llm::message::{
     AssistantContent, AssistantMessage, Content, Context, Message, Tool, UserContent,
 };
 use crate::llm::model::Model;
-use crate::llm::options::{CacheRetention, StreamOptions};
+use crate::llm::options::{AnthropicOptions, CacheRetention, StreamOptions};
 use crate::providers::http::copilot::copilot_headers;
 use crate::providers::http::{HttpRequest, cloudflare};
 use crate::providers::transform::{skip_unknown_block, skip_unknown_blocks, transform_messages};
@@ -43,42 +42,6 @@ const CLAUDE_CODE_TOOLS: &[&str] = &[
     "WebSearch",
 ];
 
-/// Anthropic's options, read from `options.extra` by pi's names.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AnthropicOptions {
-    #[serde(default)]
-    thinking_enabled: Option<bool>,
-    #[serde(default)]
-    thinking_budget_tokens: Option<u64>,
-    #[serde(default)]
-    effort: Option<String>,
-    #[serde(default)]
-    thinking_display: Option<String>,
-    #[serde(default)]
-    interleaved_thinking: Option<bool>,
-}
-
-impl AnthropicOptions {
-    fn from_extra(extra: &Map<String, Value>) -> Result<Self, Error> {
-        let pick = |k: &str| extra.get(k).filter(|v| !v.is_null()).cloned();
-        let mut map = Map::new();
-        for key in [
-            "thinkingEnabled",
-            "thinkingBudgetTokens",
-            "effort",
-            "thinkingDisplay",
-            "interleavedThinking",
-        ] {
-            if let Some(v) = pick(key) {
-                map.insert(key.to_owned(), v);
-            }
-        }
-        serde_json::from_value(Value::Object(map))
-            .map_err(|e| Error::new(ErrorKind::Config, format!("Invalid Anthropic option: {e}")))
-    }
-}
-
 /// The `compat` settings of an Anthropic-compatible endpoint.
 struct Compat {
     eager_tool_input_streaming: bool,
@@ -101,9 +64,9 @@ impl Compat {
 }
 
 /// True for models that think adaptively: the crate's one list
-/// (`llm::thinking`'s `ADAPTIVE_THINKING_MODELS`, which `stream_simple` reads too).
+/// (`llm::options`' `ADAPTIVE_THINKING_MODELS`, which `stream_simple` reads too).
 fn supports_adaptive_thinking(model_id: &str) -> bool {
-    crate::llm::thinking::anthropic_adaptive(model_id)
+    crate::llm::options::anthropic_adaptive(model_id)
 }
 
 fn is_oauth_token(key: &str) -> bool {
@@ -135,7 +98,7 @@ pub(super) fn build_request(
 ) -> Result<(HttpRequest, bool), Error> {
     // `None`: a keyless model (a local server), sent without credentials.
     let key = crate::llm::env_keys::request_key(model, options)?;
-    let opts = AnthropicOptions::from_extra(&options.extra)?;
+    let opts: AnthropicOptions = options.api_options()?;
     let copilot = model.provider == "github-copilot";
     let cloudflare = model.provider == "cloudflare-ai-gateway";
     let oauth = !copilot && !cloudflare && key.as_ref().is_some_and(|k| is_oauth_token(k.expose()));
@@ -509,6 +472,7 @@ fn convert_tools(tools: &[Tool], oauth: bool, eager: bool, cache: Option<&Value>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::error::ErrorKind;
     use crate::llm::message::StopReason;
     use crate::llm::message::{ThinkingContent, ToolResultMessage, UserMessage};
     use crate::llm::model::InputModality;

@@ -5,15 +5,14 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::llm::error::{Error, ErrorKind};
+use crate::llm::error::Error;
 use crate::llm::message::{
     AssistantContent, AssistantMessage, Content, Context, Message, UserContent,
 };
 use crate::llm::model::Model;
-use crate::llm::options::StreamOptions;
+use crate::llm::options::{GoogleOptions, GoogleThinking, GoogleVertexOptions, StreamOptions};
 use crate::providers::transform::{skip_unknown_block, skip_unknown_blocks, transform_messages};
 
 /// Which of pi's two Google providers a request is for (they differ in details).
@@ -35,39 +34,6 @@ const IMAGE_ONLY_RESULT: &str = "(see attached image)";
 /// Text before the images of a tool result sent as a separate turn (Gemini before 3).
 const TOOL_RESULT_IMAGE: &str = "Tool result image:";
 
-/// pi's Google options, read from `options.extra`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct GoogleOptions {
-    #[serde(default)]
-    thinking: Option<ThinkingOption>,
-}
-
-/// `thinking: {enabled, budgetTokens?, level?}` (what `stream_simple` fills in).
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ThinkingOption {
-    #[serde(default)]
-    enabled: bool,
-    #[serde(default)]
-    budget_tokens: Option<i64>,
-    #[serde(default)]
-    level: Option<String>,
-}
-
-impl GoogleOptions {
-    fn from_extra(extra: &Map<String, Value>) -> Result<Self, Error> {
-        let mut map = Map::new();
-        for key in ["thinking"] {
-            if let Some(v) = extra.get(key).filter(|v| !v.is_null()) {
-                map.insert(key.to_owned(), v.clone());
-            }
-        }
-        serde_json::from_value(Value::Object(map))
-            .map_err(|e| Error::new(ErrorKind::Config, format!("Invalid Google option: {e}")))
-    }
-}
-
 /// The request body for `model`.
 pub(crate) fn build_body(
     model: &Model,
@@ -75,7 +41,23 @@ pub(crate) fn build_body(
     options: &StreamOptions,
     flavour: Flavour,
 ) -> Result<Value, Error> {
-    let opts = GoogleOptions::from_extra(&options.extra)?;
+    // Vertex has options of its own (the Gemini ones plus its project, location and token),
+    // so that neither reports the other's keys as unknown.
+    let thinking = match flavour {
+        Flavour::GenerativeAi => options.api_options::<GoogleOptions>()?.thinking,
+        Flavour::Vertex => options.api_options::<GoogleVertexOptions>()?.thinking,
+    };
+    build_body_with(model, context, options, flavour, thinking.as_ref())
+}
+
+/// [`build_body`] with the `thinking` option already read.
+pub(crate) fn build_body_with(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    flavour: Flavour,
+    thinking: Option<&GoogleThinking>,
+) -> Result<Value, Error> {
     let mut body = Map::new();
     body.insert(
         "contents".into(),
@@ -117,7 +99,7 @@ pub(crate) fn build_body(
     if let Some(n) = options.max_tokens {
         generation.insert("maxOutputTokens".into(), n.into());
     }
-    if let Some(config) = thinking_config(model, opts.thinking.as_ref(), flavour) {
+    if let Some(config) = thinking_config(model, thinking, flavour) {
         generation.insert("thinkingConfig".into(), config);
     }
     // `@google/genai` always sends it, empty or not.
@@ -129,7 +111,7 @@ pub(crate) fn build_body(
 /// level or the budget; with thinking explicitly off, the lowest setting the model accepts.
 fn thinking_config(
     model: &Model,
-    thinking: Option<&ThinkingOption>,
+    thinking: Option<&GoogleThinking>,
     flavour: Flavour,
 ) -> Option<Value> {
     let thinking = thinking?;
@@ -421,6 +403,7 @@ fn is_function_response_turn(content: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::error::ErrorKind;
     use crate::llm::message::StopReason;
     use crate::llm::message::{
         TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage,

@@ -9,7 +9,7 @@ use crate::llm::message::{
     AssistantContent, AssistantMessage, Content, Context, Message, Tool, UserContent,
 };
 use crate::llm::model::Model;
-use crate::llm::options::{ApiKey, CacheRetention, StreamOptions};
+use crate::llm::options::{ApiKey, CacheRetention, OpenAiCompletionsOptions, StreamOptions};
 use crate::llm::thinking::ThinkingLevel;
 use crate::providers::http::HttpRequest;
 use crate::providers::http::cloudflare;
@@ -24,32 +24,6 @@ const ASSISTANT_AFTER_TOOL_RESULT: &str = "I have processed the tool results.";
 const TOOL_IMAGES_INTRO: &str = "Attached image(s) from tool result:";
 /// A tool result's text when it has none (images only, or empty).
 const SEE_ATTACHED_IMAGE: &str = "(see attached image)";
-
-/// The provider options of `options.extra` this api reads (pi's names).
-#[derive(Debug, Default)]
-struct ProviderOptions<'a> {
-    /// `reasoningEffort`: the thinking level, as [`to_provider_options`] fills it.
-    ///
-    /// [`to_provider_options`]: crate::llm::to_provider_options
-    reasoning_effort: Option<&'a str>,
-}
-
-impl<'a> ProviderOptions<'a> {
-    fn from_extra(extra: &'a Map<String, Value>) -> Result<Self, Error> {
-        let reasoning_effort = match extra.get("reasoningEffort") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s.is_empty() => None,
-            Some(Value::String(s)) => Some(s.as_str()),
-            Some(other) => {
-                return Err(Error::new(
-                    ErrorKind::Config,
-                    format!("Invalid OpenAI option reasoningEffort: {other} (expected a string)"),
-                ));
-            }
-        };
-        Ok(ProviderOptions { reasoning_effort })
-    }
-}
 
 fn resolve_cache_retention(options: &StreamOptions) -> CacheRetention {
     options.cache_retention.unwrap_or_else(|| {
@@ -96,7 +70,7 @@ pub(super) fn build_request(
     options: &StreamOptions,
 ) -> Result<HttpRequest, Error> {
     let key = resolve_key(model, options)?;
-    let opts = ProviderOptions::from_extra(&options.extra)?;
+    let opts: OpenAiCompletionsOptions = options.api_options()?;
     let compat = OpenAiCompletionsCompat::for_model(model);
     let retention = resolve_cache_retention(options);
     let body = build_body(model, context, options, &opts, &compat, retention);
@@ -140,7 +114,7 @@ fn build_body(
     model: &Model,
     context: &Context,
     options: &StreamOptions,
-    opts: &ProviderOptions<'_>,
+    opts: &OpenAiCompletionsOptions,
     compat: &OpenAiCompletionsCompat,
     retention: CacheRetention,
 ) -> Value {
@@ -197,7 +171,7 @@ fn build_body(
         body.insert("tool_choice".into(), choice.openai_completions());
     }
     if model.reasoning {
-        insert_reasoning(&mut body, model, opts.reasoning_effort, compat);
+        insert_reasoning(&mut body, model, opts.reasoning_effort.as_deref(), compat);
     }
     if model.base_url.contains("openrouter.ai")
         && let Some(routing) = model

@@ -15,7 +15,7 @@ use crate::providers::transform::{skip_unknown_block, skip_unknown_blocks, trans
 // ------------------------------------------------------------------------------------------
 // Options
 
-/// The Responses options of `options.extra`, by pi's names.
+/// The reasoning options of a Responses api (`reasoningEffort`, `reasoningSummary`).
 #[derive(Debug, Default)]
 pub(crate) struct ReasoningOptions {
     /// `reasoningEffort`: a level name (mapped through the model's `thinkingLevelMap`).
@@ -24,29 +24,13 @@ pub(crate) struct ReasoningOptions {
     pub(crate) summary: Option<String>,
 }
 
-/// A string option of `extra`, or an error naming it when it is not a string. `null` and
-/// absent are `None`, as is the empty string (pi tests these options for truthiness).
-pub(crate) fn string_option(
-    extra: &Map<String, Value>,
-    key: &str,
-) -> Result<Option<String>, Error> {
-    match extra.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(Error::new(
-            ErrorKind::Config,
-            format!("Invalid OpenAI Responses option {key}: expected a string, got {other}"),
-        )),
-    }
-}
-
 impl ReasoningOptions {
-    pub(crate) fn from_extra(extra: &Map<String, Value>) -> Result<Self, Error> {
-        Ok(ReasoningOptions {
-            effort: string_option(extra, "reasoningEffort")?,
-            summary: string_option(extra, "reasoningSummary")?,
-        })
+    /// From an api's typed options.
+    pub(crate) fn of(effort: Option<&String>, summary: Option<&String>) -> Self {
+        ReasoningOptions {
+            effort: effort.cloned(),
+            summary: summary.cloned(),
+        }
     }
 }
 

@@ -1,11 +1,14 @@
 //! The one table that turns a unified reasoning level into each api's own options: what
-//! each pi provider's `streamSimple` does before it calls its raw `stream`.
+//! each pi provider's `streamSimple` does before it calls its raw `stream`. Each api's part
+//! lives beside its options type (`anthropic.rs`, `openai.rs`, `google.rs`, …), outside the
+//! feature-gated providers, so the mapping works and is tested with every provider off.
 
-use serde_json::{Map, Value, json};
+use serde_json::Map;
 
-use super::{ThinkingBudgets, ThinkingLevel, adjust_max_tokens_for_thinking, clamp_thinking_level};
+use super::StreamOptions;
+use super::google::Flavour;
 use crate::llm::model::{Model, api};
-use crate::llm::options::StreamOptions;
+use crate::llm::thinking::ThinkingLevel;
 
 /// The options every pi `streamSimple` starts from (pi's `buildBaseOptions`): the general
 /// options of `options`, with `maxTokens` defaulting to the model's limit capped at 32 000
@@ -91,291 +94,29 @@ pub fn to_provider_options(model: &Model, options: &StreamOptions) -> StreamOpti
     let level = options.reasoning.filter(|l| *l != ThinkingLevel::Off);
     let mut out = build_base_options(model, options);
     match model.api.as_str() {
-        api::ANTHROPIC_MESSAGES => anthropic(model, options, level, &mut out),
-        api::BEDROCK_CONVERSE_STREAM => bedrock(model, options, level, &mut out),
-        api::OPENAI_COMPLETIONS => {
-            set_reasoning_effort(model, level, &mut out);
-            if let Some(choice) = options.extra.get("toolChoice") {
-                out.extra.insert("toolChoice".into(), choice.clone());
-            }
-        }
+        api::ANTHROPIC_MESSAGES => super::anthropic::map(model, options, level, &mut out),
+        api::BEDROCK_CONVERSE_STREAM => super::bedrock::map(model, options, level, &mut out),
+        api::OPENAI_COMPLETIONS => super::openai::map_completions(model, options, level, &mut out),
         api::OPENAI_RESPONSES | api::AZURE_OPENAI_RESPONSES | api::OPENAI_CODEX_RESPONSES => {
-            set_reasoning_effort(model, level, &mut out);
+            super::openai::map_responses(model, level, &mut out);
         }
-        api::GOOGLE_GENERATIVE_AI => google(model, options, level, Google::GenerativeAi, &mut out),
-        api::GOOGLE_VERTEX => google(model, options, level, Google::Vertex, &mut out),
-        api::MISTRAL_CONVERSATIONS => mistral(model, level, &mut out),
+        api::GOOGLE_GENERATIVE_AI => {
+            super::google::map(model, options, level, Flavour::GenerativeAi, &mut out);
+        }
+        api::GOOGLE_VERTEX => super::google::map(model, options, level, Flavour::Vertex, &mut out),
+        api::MISTRAL_CONVERSATIONS => super::mistral::map(model, level, &mut out),
         _ => return options.clone(),
     }
     out
-}
-
-/// OpenAI-style apis: the clamped level's name, unless it clamps to `off`.
-fn set_reasoning_effort(model: &Model, level: Option<ThinkingLevel>, out: &mut StreamOptions) {
-    let effort = level
-        .map(|l| clamp_thinking_level(model, l))
-        .filter(|l| *l != ThinkingLevel::Off);
-    if let Some(effort) = effort {
-        out.extra
-            .insert("reasoningEffort".into(), effort.as_str().into());
-    }
-}
-
-/// The string the model's `thinkingLevelMap` gives `level`, if any.
-fn mapped(model: &Model, level: ThinkingLevel) -> Option<&str> {
-    model.thinking_level_map.as_ref()?.get(&level)?.as_deref()
-}
-
-fn anthropic(
-    model: &Model,
-    options: &StreamOptions,
-    level: Option<ThinkingLevel>,
-    out: &mut StreamOptions,
-) {
-    let Some(level) = level else {
-        out.extra.insert("thinkingEnabled".into(), false.into());
-        return;
-    };
-    out.extra.insert("thinkingEnabled".into(), true.into());
-    if anthropic_adaptive(&model.id) {
-        let effort = mapped(model, level).unwrap_or(match level {
-            ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
-            ThinkingLevel::Medium => "medium",
-            _ => "high",
-        });
-        out.extra.insert("effort".into(), effort.into());
-        return;
-    }
-    let adjusted = adjust_max_tokens_for_thinking(
-        out.max_tokens.unwrap_or(0),
-        model.max_tokens,
-        level,
-        options.thinking_budgets.as_ref(),
-    );
-    out.max_tokens = Some(adjusted.max_tokens);
-    out.extra.insert(
-        "thinkingBudgetTokens".into(),
-        adjusted.thinking_budget.into(),
-    );
-}
-
-/// Claude models that think adaptively, with an effort instead of a budget: the one list the
-/// Anthropic provider, `stream_simple`'s mapping and Bedrock's check share (pi keeps three).
-/// Each is matched as written and with its version dotted (`opus-4.6`).
-pub(crate) const ADAPTIVE_THINKING_MODELS: &[&str] = &["opus-4-6", "opus-4-7", "sonnet-4-6"];
-
-/// True when `id` names an adaptive-thinking model (Anthropic's check: the id as it is).
-pub(crate) fn anthropic_adaptive(id: &str) -> bool {
-    ADAPTIVE_THINKING_MODELS
-        .iter()
-        .any(|m| id.contains(m) || id.contains(&dotted(m)))
-}
-
-/// `opus-4-6` as `opus-4.6`: the last `-` of the version becomes a `.`.
-fn dotted(model: &str) -> String {
-    match model.rfind('-') {
-        Some(i) => format!("{}.{}", &model[..i], &model[i + 1..]),
-        None => model.to_owned(),
-    }
-}
-
-fn bedrock(
-    model: &Model,
-    options: &StreamOptions,
-    level: Option<ThinkingLevel>,
-    out: &mut StreamOptions,
-) {
-    let Some(level) = level else {
-        return;
-    };
-    out.reasoning = Some(level);
-    out.thinking_budgets = options.thinking_budgets;
-    if !bedrock_claude(model) || bedrock_adaptive(model) {
-        return;
-    }
-    let adjusted = adjust_max_tokens_for_thinking(
-        out.max_tokens.unwrap_or(0),
-        model.max_tokens,
-        level,
-        options.thinking_budgets.as_ref(),
-    );
-    out.max_tokens = Some(adjusted.max_tokens);
-    out.thinking_budgets = Some(
-        options
-            .thinking_budgets
-            .unwrap_or_default()
-            .with(level, adjusted.thinking_budget),
-    );
-}
-
-fn bedrock_claude(model: &Model) -> bool {
-    let id = model.id.to_lowercase();
-    let name = model.name.to_lowercase();
-    id.contains("anthropic.claude")
-        || id.contains("anthropic/claude")
-        || name.contains("anthropic.claude")
-        || name.contains("anthropic/claude")
-        || name.contains("claude")
-}
-
-/// Bedrock's adaptive check reads the id and the name, lowercased, as they are and with
-/// runs of whitespace, `_`, `.` and `:` turned into `-`.
-fn bedrock_adaptive(model: &Model) -> bool {
-    let mut candidates = vec![model.id.as_str()];
-    if !model.name.is_empty() {
-        candidates.push(model.name.as_str());
-    }
-    candidates.into_iter().any(|value| {
-        let lower = value.to_lowercase();
-        let dashed = dash_separators(&lower);
-        [lower, dashed]
-            .iter()
-            .any(|s| ADAPTIVE_THINKING_MODELS.iter().any(|p| s.contains(p)))
-    })
-}
-
-/// Replaces each run of whitespace, `_`, `.` and `:` with one `-`.
-fn dash_separators(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut in_run = false;
-    for ch in s.chars() {
-        if ch.is_whitespace() || matches!(ch, '_' | '.' | ':') {
-            if !in_run {
-                out.push('-');
-            }
-            in_run = true;
-        } else {
-            out.push(ch);
-            in_run = false;
-        }
-    }
-    out
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Google {
-    GenerativeAi,
-    Vertex,
-}
-
-fn google(
-    model: &Model,
-    options: &StreamOptions,
-    level: Option<ThinkingLevel>,
-    flavour: Google,
-    out: &mut StreamOptions,
-) {
-    let Some(level) = level else {
-        out.extra
-            .insert("thinking".into(), json!({ "enabled": false }));
-        return;
-    };
-    let effort = match clamp_thinking_level(model, level) {
-        ThinkingLevel::Off => ThinkingLevel::High,
-        clamped => clamped,
-    };
-    let id = model.id.to_lowercase();
-    let pro = gemini3(&id, "-pro");
-    let flash = gemini3(&id, "-flash");
-    let gemma4 =
-        flavour == Google::GenerativeAi && (id.contains("gemma4") || id.contains("gemma-4"));
-    let mut thinking = Map::new();
-    thinking.insert("enabled".into(), true.into());
-    if pro || flash || gemma4 {
-        // Absent for `xhigh`, which Google's levels do not have.
-        let name = match (pro, gemma4, effort) {
-            (true, _, ThinkingLevel::Minimal | ThinkingLevel::Low) => Some("LOW"),
-            (true, _, ThinkingLevel::Medium | ThinkingLevel::High) => Some("HIGH"),
-            (_, true, ThinkingLevel::Minimal | ThinkingLevel::Low) => Some("MINIMAL"),
-            (_, true, ThinkingLevel::Medium | ThinkingLevel::High) => Some("HIGH"),
-            (_, _, ThinkingLevel::Minimal) => Some("MINIMAL"),
-            (_, _, ThinkingLevel::Low) => Some("LOW"),
-            (_, _, ThinkingLevel::Medium) => Some("MEDIUM"),
-            (_, _, ThinkingLevel::High) => Some("HIGH"),
-            _ => None,
-        };
-        if let Some(name) = name {
-            thinking.insert("level".into(), name.into());
-        }
-    } else if let Some(budget) = google_budget(model, effort, options.thinking_budgets, flavour) {
-        thinking.insert("budgetTokens".into(), budget.into());
-    }
-    out.extra.insert("thinking".into(), Value::Object(thinking));
-}
-
-/// `gemini-3(\.\d+)?<suffix>` somewhere in `id` (already lowercased).
-fn gemini3(id: &str, suffix: &str) -> bool {
-    id.match_indices("gemini-3").any(|(at, m)| {
-        let rest = &id[at + m.len()..];
-        let after_version = rest
-            .strip_prefix('.')
-            .map(|r| r.trim_start_matches(|c: char| c.is_ascii_digit()))
-            .filter(|r| r.len() < rest.len() - 1);
-        rest.starts_with(suffix) || after_version.is_some_and(|r| r.starts_with(suffix))
-    })
-}
-
-/// Gemini 2.5 budgets per level; -1 (dynamic) for other models. `None` where pi's table has
-/// no entry (`xhigh` on a 2.5 model).
-fn google_budget(
-    model: &Model,
-    effort: ThinkingLevel,
-    custom: Option<ThinkingBudgets>,
-    flavour: Google,
-) -> Option<i64> {
-    // Only the exact level counts here: `xhigh` does not fall back to `high`.
-    let set = custom.and_then(|b| match effort {
-        ThinkingLevel::Minimal => b.minimal,
-        ThinkingLevel::Low => b.low,
-        ThinkingLevel::Medium => b.medium,
-        ThinkingLevel::High => b.high,
-        _ => None,
-    });
-    if let Some(tokens) = set {
-        return Some(i64::try_from(tokens).unwrap_or(i64::MAX));
-    }
-    let table: [i64; 4] = if model.id.contains("2.5-pro") {
-        [128, 2048, 8192, 32768]
-    } else if flavour == Google::GenerativeAi && model.id.contains("2.5-flash-lite") {
-        [512, 2048, 8192, 24576]
-    } else if model.id.contains("2.5-flash") {
-        [128, 2048, 8192, 24576]
-    } else {
-        return Some(-1);
-    };
-    match effort {
-        ThinkingLevel::Minimal => Some(table[0]),
-        ThinkingLevel::Low => Some(table[1]),
-        ThinkingLevel::Medium => Some(table[2]),
-        ThinkingLevel::High => Some(table[3]),
-        _ => None,
-    }
-}
-
-fn mistral(model: &Model, level: Option<ThinkingLevel>, out: &mut StreamOptions) {
-    let level = level
-        .map(|l| clamp_thinking_level(model, l))
-        .filter(|l| *l != ThinkingLevel::Off);
-    let Some(level) = level.filter(|_| model.reasoning) else {
-        return;
-    };
-    let uses_effort = matches!(
-        model.id.as_str(),
-        "mistral-small-2603" | "mistral-small-latest" | "mistral-medium-3.5"
-    );
-    if uses_effort {
-        let effort = mapped(model, level).unwrap_or("high");
-        out.extra.insert("reasoningEffort".into(), effort.into());
-    } else {
-        out.extra.insert("promptMode".into(), "reasoning".into());
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::llm::models::get_model;
+    use crate::llm::thinking::{clamp_thinking_level, supported_thinking_levels};
     use serde::Deserialize;
+    use serde_json::{Value, json};
 
     #[derive(Deserialize)]
     struct Golden {
@@ -445,7 +186,7 @@ mod tests {
 
     fn check(model: &Model, row: &Row, golden: &Golden, failures: &mut Vec<String>) {
         let name = format!("{}/{}", model.provider, model.id);
-        if super::super::supported_thinking_levels(model) != row.supported {
+        if supported_thinking_levels(model) != row.supported {
             failures.push(format!("{name}: supported levels"));
         }
         for (level, expected) in golden.levels.iter().zip(&row.clamp) {
@@ -534,21 +275,5 @@ mod tests {
         assert!(to_provider_options(&model, &options).api_key.is_none());
         let keyed = to_provider_options(&model, &options.with_api_key("k"));
         assert_eq!(keyed.api_key.unwrap().expose(), "k");
-    }
-
-    #[test]
-    fn gemini3_pattern() {
-        assert!(gemini3("gemini-3-pro-preview", "-pro"));
-        assert!(gemini3("models/gemini-3.1-pro", "-pro"));
-        assert!(gemini3("gemini-3.12-flash-lite", "-flash"));
-        assert!(!gemini3("gemini-3.-pro", "-pro"));
-        assert!(!gemini3("gemini-30-pro", "-pro"));
-        assert!(!gemini3("gemini-2.5-pro", "-pro"));
-    }
-
-    #[test]
-    fn dashes_runs_of_separators() {
-        assert_eq!(dash_separators("claude opus 4.6"), "claude-opus-4-6");
-        assert_eq!(dash_separators("a :_. b"), "a-b");
     }
 }

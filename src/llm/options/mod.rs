@@ -1,5 +1,9 @@
 //! [`StreamOptions`]: how to make one model call (key, sampling, reasoning, caching,
 //! cancellation, retries), and [`ApiKey`], a secret that never shows in logs.
+//!
+//! Each api's own options are a typed struct ([`ApiOptions`]) in a part of its own
+//! (`anthropic`, `openai`, `google`, `mistral`; `bedrock` has only typed fields), beside the
+//! mapping that turns a reasoning level into them ([`to_provider_options`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,7 +14,33 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::llm::model::Model;
 use crate::llm::thinking::{ThinkingBudgets, ThinkingLevel};
+
+mod anthropic;
+mod api;
+mod bedrock;
+mod google;
+mod mistral;
+mod openai;
+mod simple;
+
+pub use anthropic::AnthropicOptions;
+#[cfg_attr(not(feature = "anthropic"), allow(unused_imports))]
+pub(crate) use anthropic::anthropic_adaptive;
+pub use api::{ApiOptions, COMMON_EXTRA_KEYS};
+pub use google::{GoogleOptions, GoogleThinking, GoogleVertexOptions};
+pub use mistral::MistralOptions;
+pub use openai::{
+    AzureOpenAiResponsesOptions, OpenAiCodexResponsesOptions, OpenAiCompletionsOptions,
+    OpenAiResponsesOptions,
+};
+pub use simple::{build_base_options, to_provider_options};
+
+/// The string the model's `thinkingLevelMap` gives `level`, if any.
+fn level_map(model: &Model, level: ThinkingLevel) -> Option<&str> {
+    model.thinking_level_map.as_ref()?.get(&level)?.as_deref()
+}
 
 /// An API key or token. Its `Debug` and `Display` print `<redacted>`; read it with
 /// [`expose`](Self::expose) only where it is sent.
@@ -332,8 +362,10 @@ impl fmt::Debug for PayloadHook {
 /// [`RetryPolicy`] and a 5-minute idle timeout.
 ///
 /// Deserializes from pi's stream-options JSON (`apiKey`, `temperature`, `maxTokens`,
-/// `reasoning`, `sessionId`, `cacheRetention`, …); fields it does not know are kept in
-/// `extra` and read by the provider they belong to (e.g. `thinkingEnabled` for Anthropic).
+/// `reasoning`, `sessionId`, `cacheRetention`, …); the options of one api alone are kept in
+/// `extra` under pi's names and read by its provider as a typed struct
+/// ([`with_api_options`](Self::with_api_options), [`api_options`](Self::api_options), e.g.
+/// [`AnthropicOptions`]'s `thinkingEnabled`).
 ///
 /// ```
 /// use pi_engine::{StreamOptions, ThinkingLevel};
@@ -411,7 +443,10 @@ pub struct StreamOptions {
     #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     #[serde(skip)]
     pub transport: Option<crate::providers::http::SharedTransport>,
-    /// Provider-specific options, by pi's names.
+    /// The options of one api, by pi's names: written by
+    /// [`with_api_options`](Self::with_api_options) (or, for a key no options type knows,
+    /// [`with_extra`](Self::with_extra)) and read by the provider with
+    /// [`api_options`](Self::api_options).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -595,7 +630,9 @@ impl StreamOptions {
         self
     }
 
-    /// Sets a provider-specific option by pi's name (`"thinkingEnabled"`, `"reasoningEffort"`, …).
+    /// Sets an option of `extra` by pi's name, as it is: the escape hatch for a key no
+    /// [`ApiOptions`] type knows. Prefer [`with_api_options`](Self::with_api_options), which
+    /// cannot misspell a key.
     #[must_use]
     pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
         self.extra.insert(key.into(), value);

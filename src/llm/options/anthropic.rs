@@ -1,0 +1,151 @@
+//! `anthropic-messages`: its options, and how a reasoning level becomes them.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ApiOptions, StreamOptions};
+use crate::llm::model::{Model, api};
+use crate::llm::thinking::{ThinkingLevel, adjust_max_tokens_for_thinking};
+
+/// The options of the `anthropic-messages` api (pi's `AnthropicOptions`), by pi's names.
+///
+/// [`stream_simple`](crate::stream_simple) fills them from the reasoning level; a raw
+/// [`stream`](crate::stream) call sets them itself:
+///
+/// ```
+/// use pi_engine::StreamOptions;
+/// use pi_engine::llm::AnthropicOptions;
+///
+/// let options = StreamOptions::new().with_api_options(
+///     &AnthropicOptions::new().with_thinking_enabled(true).with_thinking_budget_tokens(4096),
+/// );
+/// assert_eq!(options.extra["thinkingBudgetTokens"], 4096);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct AnthropicOptions {
+    /// `thinkingEnabled`: extended thinking on (`true`) or explicitly off (`false`); unset
+    /// sends nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_enabled: Option<bool>,
+    /// `thinkingBudgetTokens`: the budget of a budget-based model (default 1024).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_budget_tokens: Option<u64>,
+    /// `effort`: `low`, `medium`, `high` or `max`, for adaptive-thinking models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    /// `thinkingDisplay`: `summarized` (default) or `omitted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_display: Option<String>,
+    /// `interleavedThinking`: the interleaved-thinking beta header (default on, where the
+    /// model is not adaptive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleaved_thinking: Option<bool>,
+}
+
+impl ApiOptions for AnthropicOptions {
+    const API: &'static str = api::ANTHROPIC_MESSAGES;
+    const KEYS: &'static [&'static str] = &[
+        "thinkingEnabled",
+        "thinkingBudgetTokens",
+        "effort",
+        "thinkingDisplay",
+        "interleavedThinking",
+    ];
+}
+
+impl AnthropicOptions {
+    /// Nothing set.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`thinking_enabled`](Self::thinking_enabled).
+    #[must_use]
+    pub fn with_thinking_enabled(mut self, enabled: bool) -> Self {
+        self.thinking_enabled = Some(enabled);
+        self
+    }
+
+    /// Sets [`thinking_budget_tokens`](Self::thinking_budget_tokens).
+    #[must_use]
+    pub fn with_thinking_budget_tokens(mut self, tokens: u64) -> Self {
+        self.thinking_budget_tokens = Some(tokens);
+        self
+    }
+
+    /// Sets [`effort`](Self::effort).
+    #[must_use]
+    pub fn with_effort(mut self, effort: impl Into<String>) -> Self {
+        self.effort = Some(effort.into());
+        self
+    }
+
+    /// Sets [`thinking_display`](Self::thinking_display).
+    #[must_use]
+    pub fn with_thinking_display(mut self, display: impl Into<String>) -> Self {
+        self.thinking_display = Some(display.into());
+        self
+    }
+
+    /// Sets [`interleaved_thinking`](Self::interleaved_thinking).
+    #[must_use]
+    pub fn with_interleaved_thinking(mut self, on: bool) -> Self {
+        self.interleaved_thinking = Some(on);
+        self
+    }
+}
+
+/// pi's `streamSimple` for Anthropic: thinking on or off; adaptive models get an effort,
+/// others a budget and a `maxTokens` raised to hold it.
+pub(super) fn map(
+    model: &Model,
+    options: &StreamOptions,
+    level: Option<ThinkingLevel>,
+    out: &mut StreamOptions,
+) {
+    let Some(level) = level else {
+        out.set_api_options(&AnthropicOptions::new().with_thinking_enabled(false));
+        return;
+    };
+    let mut mapped = AnthropicOptions::new().with_thinking_enabled(true);
+    if anthropic_adaptive(&model.id) {
+        let effort = super::level_map(model, level).unwrap_or(match level {
+            ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
+            ThinkingLevel::Medium => "medium",
+            _ => "high",
+        });
+        out.set_api_options(&mapped.with_effort(effort));
+        return;
+    }
+    let adjusted = adjust_max_tokens_for_thinking(
+        out.max_tokens.unwrap_or(0),
+        model.max_tokens,
+        level,
+        options.thinking_budgets.as_ref(),
+    );
+    out.max_tokens = Some(adjusted.max_tokens);
+    mapped.thinking_budget_tokens = Some(adjusted.thinking_budget);
+    out.set_api_options(&mapped);
+}
+
+/// Claude models that think adaptively, with an effort instead of a budget: the one list the
+/// Anthropic provider, `stream_simple`'s mapping and Bedrock's check share (pi keeps three).
+/// Each is matched as written and with its version dotted (`opus-4.6`).
+pub(crate) const ADAPTIVE_THINKING_MODELS: &[&str] = &["opus-4-6", "opus-4-7", "sonnet-4-6"];
+
+/// True when `id` names an adaptive-thinking model (Anthropic's check: the id as it is).
+pub(crate) fn anthropic_adaptive(id: &str) -> bool {
+    ADAPTIVE_THINKING_MODELS
+        .iter()
+        .any(|m| id.contains(m) || id.contains(&dotted(m)))
+}
+
+/// `opus-4-6` as `opus-4.6`: the last `-` of the version becomes a `.`.
+fn dotted(model: &str) -> String {
+    match model.rfind('-') {
+        Some(i) => format!("{}.{}", &model[..i], &model[i + 1..]),
+        None => model.to_owned(),
+    }
+}
