@@ -226,3 +226,34 @@ async fn a_custom_provider_reads_its_typed_options_through_stream_simple() {
     let message = reply.error_message.unwrap_or_default();
     assert!(message.contains("Invalid echo option prefix"), "{message}");
 }
+
+#[test]
+fn a_misspelt_compat_key_is_reported_and_kept() {
+    use pi_engine::llm::compat::{MaxTokensField, OpenAiCompletionsCompatSettings};
+    let model = Model::new(
+        "m",
+        "openai-completions",
+        "local",
+        "http://127.0.0.1:8080/v1",
+    )
+    .with_compat(json!({"supportsStor": false, "maxTokensField": "max_tokens"}));
+    let mut read = None;
+    let lines = logged(|| read = Some(OpenAiCompletionsCompatSettings::of(&model)));
+    let read = read.unwrap();
+    assert_eq!(read.max_tokens_field, Some(MaxTokensField::MaxTokens));
+    assert_eq!(read.supports_store, None);
+    assert_eq!(read.other["supportsStor"], false, "kept as written");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("WARN pi_engine::compat "), "{lines:?}");
+    assert!(lines[0].contains("key=\"supportsStor\""), "{lines:?}");
+
+    // Typed settings write pi's JSON.
+    let typed = Model::new(
+        "m",
+        "openai-completions",
+        "local",
+        "http://127.0.0.1:8080/v1",
+    )
+    .with_compat(OpenAiCompletionsCompatSettings::new().with_supports_store(false));
+    assert_eq!(typed.compat, Some(json!({"supportsStore": false})));
+}

@@ -8,7 +8,8 @@
 //!   content blocks, [`Usage`], [`Cost`], [`StopReason`]), serialized as pi's JSON.
 //! * [`event`](AssistantMessageEvent): what a streaming reply emits, and
 //!   [`AssistantMessageEventStream`], the stream a provider returns ([`EventSender`] feeds it).
-//! * [`Model`] and the [`models`] catalog: ids, endpoints, prices, limits, `models.json`.
+//! * [`Model`] and the [`models`] catalog: ids, endpoints, prices, limits, `models.json`;
+//!   [`compat`]: the typed `compat` settings of a model.
 //! * [`StreamOptions`] and [`ThinkingLevel`]: what a call asks for; each api's typed options
 //!   ([`AnthropicOptions`], [`OpenAiResponsesOptions`], … and a custom provider's own, through
 //!   [`ApiOptions`]); how the simple options map onto each API ([`to_provider_options`],
@@ -31,6 +32,7 @@
 //! assert!(model.reasoning);
 //! ```
 
+pub mod compat;
 pub(crate) mod env_keys;
 pub(crate) mod error;
 pub(crate) mod event;

@@ -308,10 +308,16 @@ impl Model {
         self
     }
 
-    /// Sets the `compat` object.
+    /// Sets the `compat` object: pi's JSON (`json!({"supportsStore": false})`) or, typed, the
+    /// api's settings ([`OpenAiCompletionsCompatSettings`], [`OpenAiResponsesCompatSettings`],
+    /// [`AnthropicMessagesCompatSettings`]).
+    ///
+    /// [`OpenAiCompletionsCompatSettings`]: crate::llm::compat::OpenAiCompletionsCompatSettings
+    /// [`OpenAiResponsesCompatSettings`]: crate::llm::compat::OpenAiResponsesCompatSettings
+    /// [`AnthropicMessagesCompatSettings`]: crate::llm::compat::AnthropicMessagesCompatSettings
     #[must_use]
-    pub fn with_compat(mut self, compat: Value) -> Self {
-        self.compat = Some(compat);
+    pub fn with_compat(mut self, compat: impl Into<Value>) -> Self {
+        self.compat = Some(compat.into());
         self
     }
 
@@ -408,9 +414,10 @@ impl ModelBuilder {
         self
     }
 
-    /// The `compat` object (pi's per-api compatibility settings).
-    pub fn compat(mut self, compat: Value) -> Self {
-        self.model.compat = Some(compat);
+    /// The `compat` object (pi's per-api compatibility settings), as JSON or typed (see
+    /// [`Model::with_compat`]).
+    pub fn compat(mut self, compat: impl Into<Value>) -> Self {
+        self.model.compat = Some(compat.into());
         self
     }
 

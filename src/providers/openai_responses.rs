@@ -68,6 +68,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::llm::compat::OpenAiResponsesCompatSettings;
 use crate::llm::error::Error;
 use crate::llm::event_stream::AssistantMessageEventStream;
 use crate::llm::message::Context;
@@ -148,13 +149,6 @@ pub(crate) fn cache_retention(options: &StreamOptions) -> CacheRetention {
     })
 }
 
-fn compat_flag(model: &Model, key: &str) -> bool {
-    model
-        .compat_value(key)
-        .and_then(Value::as_bool)
-        .unwrap_or(true)
-}
-
 /// The key: the options', the provider's environment variable, none for a keyless model,
 /// else `OPENAI_API_KEY` but only for OpenAI's own endpoint (pi's `stream` sends it to any
 /// server: a listed deviation). [`stream_simple`](crate::stream_simple) never falls back.
@@ -186,6 +180,7 @@ fn build_request_with(
     opts: &OpenAiResponsesOptions,
 ) -> Result<HttpRequest, Error> {
     let key = api_key(model, options)?;
+    let compat = OpenAiResponsesCompatSettings::of(model);
     let reasoning = ReasoningOptions::of(
         opts.reasoning_effort.as_ref(),
         opts.reasoning_summary.as_ref(),
@@ -207,7 +202,7 @@ fn build_request_with(
     if let Some(id) = session_id {
         body.insert("prompt_cache_key".into(), id.into());
     }
-    if retention == CacheRetention::Long && compat_flag(model, "supportsLongCacheRetention") {
+    if retention == CacheRetention::Long && compat.supports_long_cache_retention.unwrap_or(true) {
         body.insert("prompt_cache_retention".into(), "24h".into());
     }
     body.insert("store".into(), false.into());
@@ -257,7 +252,7 @@ fn build_request_with(
         }
     }
     if let Some(id) = session_id {
-        if compat_flag(model, "sendSessionIdHeader") {
+        if compat.send_session_id_header.unwrap_or(true) {
             request = request.header("session_id", id);
         }
         request = request.header("x-client-request-id", id);

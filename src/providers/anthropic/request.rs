@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::llm::compat::AnthropicMessagesCompatSettings;
 use crate::llm::error::Error;
 use crate::llm::message::{
     AssistantContent, AssistantMessage, Content, Context, Message, Tool, UserContent,
@@ -50,15 +51,10 @@ struct Compat {
 
 impl Compat {
     fn of(model: &Model) -> Compat {
-        let flag = |k: &str| {
-            model
-                .compat_value(k)
-                .and_then(Value::as_bool)
-                .unwrap_or(true)
-        };
+        let set = AnthropicMessagesCompatSettings::of(model);
         Compat {
-            eager_tool_input_streaming: flag("supportsEagerToolInputStreaming"),
-            long_cache_retention: flag("supportsLongCacheRetention"),
+            eager_tool_input_streaming: set.supports_eager_tool_input_streaming.unwrap_or(true),
+            long_cache_retention: set.supports_long_cache_retention.unwrap_or(true),
         }
     }
 }
@@ -73,7 +69,7 @@ fn is_oauth_token(key: &str) -> bool {
     key.contains("sk-ant-oat")
 }
 
-fn cache_control(model: &Model, options: &StreamOptions) -> Option<Value> {
+fn cache_control(compat: &Compat, options: &StreamOptions) -> Option<Value> {
     let retention = options.cache_retention.unwrap_or_else(|| {
         if std::env::var("PI_CACHE_RETENTION").as_deref() == Ok("long") {
             CacheRetention::Long
@@ -83,7 +79,7 @@ fn cache_control(model: &Model, options: &StreamOptions) -> Option<Value> {
     });
     match retention {
         CacheRetention::None => None,
-        CacheRetention::Long if Compat::of(model).long_cache_retention => {
+        CacheRetention::Long if compat.long_cache_retention => {
             Some(json!({"type": "ephemeral", "ttl": "1h"}))
         }
         _ => Some(json!({"type": "ephemeral"})),
@@ -102,12 +98,12 @@ pub(super) fn build_request(
     let copilot = model.provider == "github-copilot";
     let cloudflare = model.provider == "cloudflare-ai-gateway";
     let oauth = !copilot && !cloudflare && key.as_ref().is_some_and(|k| is_oauth_token(k.expose()));
-    let body = build_body(model, context, options, &opts, oauth);
+    // Read once: a key it does not know is logged once per request.
+    let compat = Compat::of(model);
+    let body = build_body(model, context, options, &opts, &compat, oauth);
 
     let mut betas: Vec<&str> = Vec::new();
-    if context.tools.as_ref().is_some_and(|t| !t.is_empty())
-        && !Compat::of(model).eager_tool_input_streaming
-    {
+    if context.tools.as_ref().is_some_and(|t| !t.is_empty()) && !compat.eager_tool_input_streaming {
         betas.push(FINE_GRAINED_TOOL_STREAMING_BETA);
     }
     if opts.interleaved_thinking.unwrap_or(true) && !supports_adaptive_thinking(&model.id) {
@@ -159,9 +155,10 @@ fn build_body(
     context: &Context,
     options: &StreamOptions,
     opts: &AnthropicOptions,
+    compat: &Compat,
     oauth: bool,
 ) -> Value {
-    let cache = cache_control(model, options);
+    let cache = cache_control(compat, options);
     let with_cache = |mut block: Value| {
         if let Some(c) = &cache {
             block["cache_control"] = c.clone();
@@ -207,7 +204,7 @@ fn build_body(
         body.insert("temperature".into(), json!(t));
     }
     if let Some(tools) = context.tools.as_ref().filter(|t| !t.is_empty()) {
-        let eager = Compat::of(model).eager_tool_input_streaming;
+        let eager = compat.eager_tool_input_streaming;
         body.insert(
             "tools".into(),
             Value::Array(convert_tools(tools, oauth, eager, cache.as_ref())),

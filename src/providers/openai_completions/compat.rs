@@ -1,86 +1,13 @@
 //! What an OpenAI-compatible server accepts: pi's 17 `compat` flags, detected from the
-//! model's provider and base URL and overridden field by field by `model.compat`.
+//! model's provider and base URL and overridden field by field by `model.compat` (read as
+//! [`OpenAiCompletionsCompatSettings`]).
 
 use serde_json::{Map, Value};
 
 use crate::llm::model::Model;
 
-/// The request field that carries the output token limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum MaxTokensField {
-    /// `max_completion_tokens` (OpenAI's current name).
-    MaxCompletionTokens,
-    /// `max_tokens` (older servers: chutes, Moonshot, Cloudflare AI Gateway).
-    MaxTokens,
-}
-
-impl MaxTokensField {
-    /// The JSON field name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-            MaxTokensField::MaxTokens => "max_tokens",
-        }
-    }
-}
-
-/// How a reasoning level is asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ThinkingFormat {
-    /// `reasoning_effort: "<level>"` (when [`supports_reasoning_effort`]).
-    ///
-    /// [`supports_reasoning_effort`]: OpenAiCompletionsCompat::supports_reasoning_effort
-    OpenAi,
-    /// `reasoning: {effort}`, `{effort: "none"}` when off (OpenRouter).
-    OpenRouter,
-    /// `thinking: {type: "enabled" | "disabled"}` plus `reasoning_effort` (DeepSeek).
-    DeepSeek,
-    /// `enable_thinking: bool` (z.ai).
-    Zai,
-    /// `enable_thinking: bool` (Qwen).
-    Qwen,
-    /// `chat_template_kwargs: {enable_thinking, preserve_thinking: true}` (Qwen through
-    /// vLLM/SGLang chat templates).
-    QwenChatTemplate,
-}
-
-impl ThinkingFormat {
-    /// pi's name (`openai`, `openrouter`, `deepseek`, `zai`, `qwen`, `qwen-chat-template`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThinkingFormat::OpenAi => "openai",
-            ThinkingFormat::OpenRouter => "openrouter",
-            ThinkingFormat::DeepSeek => "deepseek",
-            ThinkingFormat::Zai => "zai",
-            ThinkingFormat::Qwen => "qwen",
-            ThinkingFormat::QwenChatTemplate => "qwen-chat-template",
-        }
-    }
-
-    /// pi's name back; another name reads as [`OpenAi`](Self::OpenAi), which is what pi
-    /// does with it.
-    fn from_name(name: &str) -> ThinkingFormat {
-        match name {
-            "openrouter" => ThinkingFormat::OpenRouter,
-            "deepseek" => ThinkingFormat::DeepSeek,
-            "zai" => ThinkingFormat::Zai,
-            "qwen" => ThinkingFormat::Qwen,
-            "qwen-chat-template" => ThinkingFormat::QwenChatTemplate,
-            _ => ThinkingFormat::OpenAi,
-        }
-    }
-}
-
-/// Where prompt-cache markers go, besides OpenAI's automatic caching.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CacheControlFormat {
-    /// Anthropic-style `cache_control: {type: "ephemeral"}` on the system prompt, the last
-    /// tool and the last user or assistant text (Claude through OpenRouter).
-    Anthropic,
-}
+use crate::llm::compat::OpenAiCompletionsCompatSettings;
+pub use crate::llm::compat::{CacheControlFormat, MaxTokensField, ThinkingFormat};
 
 /// What an OpenAI-compatible server accepts, resolved as pi resolves it: detected from the
 /// model's provider and base URL ([`detect`](Self::detect)), then each field set in
@@ -225,75 +152,68 @@ impl OpenAiCompletionsCompat {
         }
     }
 
-    /// [`detect`](Self::detect), then every field `model.compat` sets (pi's `getCompat`).
+    /// [`detect`](Self::detect), then every field `model.compat` sets (pi's `getCompat`),
+    /// read as [`OpenAiCompletionsCompatSettings`] (a value of the wrong type is ignored, a
+    /// key this api does not read is logged).
     pub fn for_model(model: &Model) -> Self {
         let mut compat = Self::detect(model);
-        let Some(Value::Object(set)) = &model.compat else {
-            return compat;
-        };
-        let flag = |key: &str, field: &mut bool| {
-            if let Some(b) = set.get(key).and_then(Value::as_bool) {
+        let set = OpenAiCompletionsCompatSettings::of(model);
+        let flag = |value: Option<bool>, field: &mut bool| {
+            if let Some(b) = value {
                 *field = b;
             }
         };
-        flag("supportsStore", &mut compat.supports_store);
-        flag("supportsDeveloperRole", &mut compat.supports_developer_role);
+        flag(set.supports_store, &mut compat.supports_store);
         flag(
-            "supportsReasoningEffort",
+            set.supports_developer_role,
+            &mut compat.supports_developer_role,
+        );
+        flag(
+            set.supports_reasoning_effort,
             &mut compat.supports_reasoning_effort,
         );
         flag(
-            "supportsUsageInStreaming",
+            set.supports_usage_in_streaming,
             &mut compat.supports_usage_in_streaming,
         );
         flag(
-            "requiresToolResultName",
+            set.requires_tool_result_name,
             &mut compat.requires_tool_result_name,
         );
         flag(
-            "requiresAssistantAfterToolResult",
+            set.requires_assistant_after_tool_result,
             &mut compat.requires_assistant_after_tool_result,
         );
         flag(
-            "requiresThinkingAsText",
+            set.requires_thinking_as_text,
             &mut compat.requires_thinking_as_text,
         );
         flag(
-            "requiresReasoningContentOnAssistantMessages",
+            set.requires_reasoning_content_on_assistant_messages,
             &mut compat.requires_reasoning_content_on_assistant_messages,
         );
-        flag("zaiToolStream", &mut compat.zai_tool_stream);
-        flag("supportsStrictMode", &mut compat.supports_strict_mode);
+        flag(set.zai_tool_stream, &mut compat.zai_tool_stream);
+        flag(set.supports_strict_mode, &mut compat.supports_strict_mode);
         flag(
-            "sendSessionAffinityHeaders",
+            set.send_session_affinity_headers,
             &mut compat.send_session_affinity_headers,
         );
         flag(
-            "supportsLongCacheRetention",
+            set.supports_long_cache_retention,
             &mut compat.supports_long_cache_retention,
         );
-        match set.get("maxTokensField").and_then(Value::as_str) {
-            Some("max_tokens") => compat.max_tokens_field = MaxTokensField::MaxTokens,
-            Some("max_completion_tokens") => {
-                compat.max_tokens_field = MaxTokensField::MaxCompletionTokens;
-            }
-            _ => {}
+        if let Some(field) = set.max_tokens_field {
+            compat.max_tokens_field = field;
         }
-        if let Some(name) = set.get("thinkingFormat").and_then(Value::as_str) {
-            compat.thinking_format = ThinkingFormat::from_name(name);
+        if let Some(format) = set.thinking_format {
+            compat.thinking_format = format;
         }
-        if let Some(format) = set.get("cacheControlFormat").and_then(Value::as_str) {
+        if let Some(format) = set.cache_control_format {
             compat.cache_control_format =
-                (format == "anthropic").then_some(CacheControlFormat::Anthropic);
+                (format == CacheControlFormat::Anthropic).then_some(format);
         }
-        compat.open_router_routing = set
-            .get("openRouterRouting")
-            .filter(|v| !v.is_null())
-            .cloned();
-        compat.vercel_gateway_routing = set
-            .get("vercelGatewayRouting")
-            .filter(|v| !v.is_null())
-            .cloned();
+        compat.open_router_routing = set.open_router_routing;
+        compat.vercel_gateway_routing = set.vercel_gateway_routing;
         compat
     }
 }

@@ -174,15 +174,14 @@ fn build_body(
         insert_reasoning(&mut body, model, opts.reasoning_effort.as_deref(), compat);
     }
     if model.base_url.contains("openrouter.ai")
-        && let Some(routing) = model
-            .compat_value("openRouterRouting")
-            .filter(|v| truthy(v))
+        && let Some(routing) = compat.open_router_routing.as_ref().filter(|v| truthy(v))
     {
         body.insert("provider".into(), routing.clone());
     }
     if model.base_url.contains("ai-gateway.vercel.sh")
-        && let Some(gateway) = model
-            .compat_value("vercelGatewayRouting")
+        && let Some(gateway) = compat
+            .vercel_gateway_routing
+            .as_ref()
             .filter(|v| truthy(v))
             .and_then(super::compat::vercel_gateway_options)
     {
