@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ApiOptions, StreamOptions};
 use crate::llm::model::{Model, api};
-use crate::llm::thinking::{ThinkingLevel, adjust_max_tokens_for_thinking};
+use crate::llm::thinking::ThinkingLevel;
 
 /// The options of the `anthropic-messages` api (pi's `AnthropicOptions`), by pi's names.
 ///
@@ -109,7 +109,7 @@ pub(super) fn map(
         out.set_api_options(&AnthropicOptions::new().with_thinking_enabled(false));
         return;
     };
-    let mut mapped = AnthropicOptions::new().with_thinking_enabled(true);
+    let mapped = AnthropicOptions::new().with_thinking_enabled(true);
     if anthropic_adaptive(&model.id) {
         let effort = super::level_map(model, level).unwrap_or(match level {
             ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
@@ -119,15 +119,8 @@ pub(super) fn map(
         out.set_api_options(&mapped.with_effort(effort));
         return;
     }
-    let adjusted = adjust_max_tokens_for_thinking(
-        out.max_tokens.unwrap_or(0),
-        model.max_tokens,
-        level,
-        options.thinking_budgets.as_ref(),
-    );
-    out.max_tokens = Some(adjusted.max_tokens);
-    mapped.thinking_budget_tokens = Some(adjusted.thinking_budget);
-    out.set_api_options(&mapped);
+    let budget = super::raise_max_tokens_for_thinking(model, options, level, out);
+    out.set_api_options(&mapped.with_thinking_budget_tokens(budget));
 }
 
 /// Claude models that think adaptively, with an effort instead of a budget: the one list the

@@ -5,7 +5,7 @@
 use super::StreamOptions;
 use super::anthropic::ADAPTIVE_THINKING_MODELS;
 use crate::llm::model::Model;
-use crate::llm::thinking::{ThinkingLevel, adjust_max_tokens_for_thinking};
+use crate::llm::thinking::ThinkingLevel;
 
 /// pi's `streamSimple` for Bedrock: the level and budgets as given; a budget-based Claude
 /// model gets the adjusted budget and a `maxTokens` raised to hold it.
@@ -23,18 +23,12 @@ pub(super) fn map(
     if !claude(model) || adaptive(model) {
         return;
     }
-    let adjusted = adjust_max_tokens_for_thinking(
-        out.max_tokens.unwrap_or(0),
-        model.max_tokens,
-        level,
-        options.thinking_budgets.as_ref(),
-    );
-    out.max_tokens = Some(adjusted.max_tokens);
+    let budget = super::raise_max_tokens_for_thinking(model, options, level, out);
     out.thinking_budgets = Some(
         options
             .thinking_budgets
             .unwrap_or_default()
-            .with(level, adjusted.thinking_budget),
+            .with(level, budget),
     );
 }
 

@@ -42,6 +42,24 @@ fn level_map(model: &Model, level: ThinkingLevel) -> Option<&str> {
     model.thinking_level_map.as_ref()?.get(&level)?.as_deref()
 }
 
+/// A budget-based model's thinking budget for `level`: raises `out.max_tokens` to hold it
+/// (pi's `adjustMaxTokensForThinking`) and returns the budget.
+fn raise_max_tokens_for_thinking(
+    model: &Model,
+    options: &StreamOptions,
+    level: ThinkingLevel,
+    out: &mut StreamOptions,
+) -> u64 {
+    let adjusted = crate::llm::thinking::adjust_max_tokens_for_thinking(
+        out.max_tokens.unwrap_or(0),
+        model.max_tokens,
+        level,
+        options.thinking_budgets.as_ref(),
+    );
+    out.max_tokens = Some(adjusted.max_tokens);
+    adjusted.thinking_budget
+}
+
 /// An API key or token. Its `Debug` and `Display` print `<redacted>`; read it with
 /// [`expose`](Self::expose) only where it is sent.
 ///
