@@ -2,6 +2,9 @@
 //! thousand. Every run still ends, with one `tool_execution_end` per call and one `agent_end`,
 //! in bounded (paused) time.
 
+#[path = "support/capture.rs"]
+mod capture;
+use capture::Capture;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -650,50 +653,4 @@ async fn ten_thousand_parallel_calls_aborted_end_after_the_grace() {
 async fn ten_thousand_sequential_calls_aborted_end_after_the_grace() {
     // The abort lands during one call; that one is cut after the grace, none after it starts.
     ten_thousand_calls(ToolExecutionMode::Sequential, true).await;
-}
-
-// ----- a log capture (no subscriber crate needed) ------------------------------------------
-
-/// Collects the messages of the events logged on this thread.
-struct Capture {
-    logged: Arc<Mutex<Vec<String>>>,
-}
-
-impl Capture {
-    fn new() -> (Self, Arc<Mutex<Vec<String>>>) {
-        let logged = Arc::new(Mutex::new(Vec::new()));
-        (
-            Capture {
-                logged: logged.clone(),
-            },
-            logged,
-        )
-    }
-}
-
-struct Message(String);
-
-impl tracing::field::Visit for Message {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        use std::fmt::Write;
-        let _ = write!(self.0, "{}={value:?} ", field.name());
-    }
-}
-
-impl tracing::Subscriber for Capture {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        let mut m = Message(format!("{} ", event.metadata().level()));
-        event.record(&mut m);
-        self.logged.lock().unwrap().push(m.0);
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
 }

@@ -2,7 +2,11 @@
 //! pi's JSON keys are one and the same, and a custom provider carries options of its own
 //! through `stream_simple`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+#[path = "support/capture.rs"]
+mod capture;
+use capture::Capture;
 
 use pi_engine::llm::{
     AnthropicOptions, ApiOptions, AssistantMessageEventStream, GoogleThinking, GoogleVertexOptions,
@@ -15,45 +19,9 @@ use pi_engine::{
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-/// Keeps every event as `LEVEL field=value …`.
-struct Capture {
-    logged: Arc<Mutex<Vec<String>>>,
-}
-
-struct Fields(String);
-
-impl tracing::field::Visit for Fields {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        use std::fmt::Write;
-        let _ = write!(self.0, "{}={value:?} ", field.name());
-    }
-}
-
-impl tracing::Subscriber for Capture {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        let meta = event.metadata();
-        let mut fields = Fields(format!("{} {} ", meta.level(), meta.target()));
-        event.record(&mut fields);
-        self.logged.lock().unwrap().push(fields.0);
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
 /// What `f` logs.
 fn logged(f: impl FnOnce()) -> Vec<String> {
-    let logged = Arc::new(Mutex::new(Vec::new()));
-    let capture = Capture {
-        logged: logged.clone(),
-    };
+    let (capture, logged) = Capture::new();
     tracing::subscriber::with_default(capture, f);
     logged.lock().unwrap().clone()
 }
