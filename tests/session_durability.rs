@@ -146,6 +146,12 @@ fn kill_the_writer_mid_append_many_times() {
         let bytes = std::fs::read(&path).unwrap();
         let text = String::from_utf8_lossy(&bytes);
         let nonblank: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        if nonblank.is_empty() {
+            // Killed after the file was created, before its header was written: nothing was
+            // acknowledged, and opening it starts a new session (as for a missing file).
+            assert!(acked.is_empty(), "round {round}");
+            continue;
+        }
         let torn = nonblank
             .iter()
             .filter(|l| serde_json::from_str::<serde_json::Value>(l).is_err())
