@@ -1,6 +1,8 @@
 //! The README's "Local servers" entries against the real servers: LiteLLM's proxy (installed by
 //! `scripts/install-litellm.sh` into `.litellm/`, or `PI_ENGINE_LITELLM` naming its
-//! `litellm` command), started here on a free loopback port with a mocked model.
+//! `litellm` command) with a mocked model, and llama-cpp-python's server (installed with a
+//! tiny random-weight model by `scripts/install-llama-cpp.sh` into `.llama-cpp/`), each
+//! started here on a free loopback port.
 #![cfg(feature = "openai")]
 
 use std::net::TcpListener;
@@ -135,5 +137,116 @@ async fn litellm_streams_a_reply_through_the_readme_entry() {
         reply.usage.output > 0,
         "usage arrives in the stream: {:?}",
         reply.usage
+    );
+}
+
+/// A running llama-cpp-python server, killed on drop.
+struct LlamaCpp {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for LlamaCpp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts llama-cpp-python's server (`scripts/install-llama-cpp.sh`) on the tiny random
+/// model, and waits until it answers.
+async fn start_llama_cpp() -> LlamaCpp {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".llama-cpp");
+    let python = dir.join("bin/python");
+    let model = dir.join("tiny.gguf");
+    assert!(
+        python.exists() && model.exists(),
+        "llama-cpp-python is not installed: run scripts/install-llama-cpp.sh"
+    );
+    let port = free_port();
+    let child = Command::new(python)
+        .args(["-m", "llama_cpp.server", "--model"])
+        .arg(model)
+        .args([
+            "--chat_format",
+            "chatml",
+            "--n_ctx",
+            "512",
+            "--host",
+            "127.0.0.1",
+        ])
+        .args(["--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start llama-cpp-python");
+    let server = LlamaCpp { child, port };
+    let models = format!("http://127.0.0.1:{port}/v1/models");
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Ok(r) = client.get(&models).send().await
+            && r.status().is_success()
+        {
+            return server;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "llama-cpp-python did not answer on port {port} within 120 s"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The README's llama-cpp-python entry on `port` (keyless: loopback and no `apiKey`), with
+/// or without its `compat` flags.
+fn llama_models_json(port: u16, with_flags: bool) -> String {
+    let compat = if with_flags {
+        r#", "compat": {"maxTokensField": "max_tokens", "supportsDeveloperRole": false, "supportsStore": false, "supportsReasoningEffort": false}"#
+    } else {
+        ""
+    };
+    format!(
+        r#"{{"providers": {{"llama-cpp-python": {{"baseUrl": "http://127.0.0.1:{port}/v1", "api": "openai-completions"{compat},
+            "models": [{{"id": "tiny", "contextWindow": 512, "maxTokens": 512}}]}}}}}}"#
+    )
+}
+
+#[tokio::test]
+#[ignore = "needs llama-cpp-python's server (scripts/install-llama-cpp.sh)"]
+async fn llama_cpp_python_honours_the_token_limit_with_the_readme_flags() {
+    let server = start_llama_cpp().await;
+    let context = Context::new()
+        .with_system_prompt("Be brief.")
+        .with_message(UserMessage::text("Say hello."));
+    let registry = ModelRegistry::from_models_json(&llama_models_json(server.port, true)).unwrap();
+    let model = registry.find("llama-cpp-python", "tiny").unwrap().clone();
+    assert!(model.keyless, "loopback without apiKey needs no key");
+    let options = registry.request_auth(&model).await.unwrap().apply(
+        StreamOptions::new()
+            .with_max_tokens(5)
+            .with_temperature(0.0),
+    );
+    // With the flags, `max_tokens` is sent and the model (greedy, so the reply is always the
+    // same) stops after 5 tokens, each at most a few bytes of its byte-level vocabulary.
+    let limited = pi_engine::complete_simple(&model, &context, &options).await;
+    assert_eq!(
+        limited.stop_reason,
+        StopReason::Length,
+        "{:?}",
+        limited.error_message
+    );
+    assert!(limited.text().len() <= 40, "{:?}", limited.text());
+
+    // Without the flags (OpenAI's `max_completion_tokens`), the server ignores the limit and
+    // writes until its 512-token context is full: the trap the README's flags avoid.
+    let registry = ModelRegistry::from_models_json(&llama_models_json(server.port, false)).unwrap();
+    let model = registry.find("llama-cpp-python", "tiny").unwrap().clone();
+    let unlimited = pi_engine::complete_simple(&model, &context, &options).await;
+    assert!(
+        unlimited.text().len() > 100,
+        "{} bytes: {:?}",
+        unlimited.text().len(),
+        unlimited.error_message
     );
 }
