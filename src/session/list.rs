@@ -201,7 +201,10 @@ fn is_session_file(path: &Path) -> bool {
     }
 }
 
-/// The most recently modified session file in `dir` (by file modification time, as pi).
+/// The most recently modified session file in `dir` (by file modification time, as pi). A
+/// tie (two files written within one tick of the file system's clock) goes to the later
+/// name: names start with their creation time, so the newer session wins, whatever order
+/// the directory lists them in.
 pub(crate) fn most_recent(dir: &Path) -> Result<Option<PathBuf>> {
     let mut best: Option<(SystemTime, PathBuf)> = None;
     for path in jsonl_files(dir)? {
@@ -211,7 +214,10 @@ pub(crate) fn most_recent(dir: &Path) -> Result<Option<PathBuf>> {
         let Ok(mtime) = path.metadata().and_then(|m| m.modified()) else {
             continue;
         };
-        if best.as_ref().is_none_or(|(t, _)| mtime > *t) {
+        if best
+            .as_ref()
+            .is_none_or(|(t, p)| mtime > *t || (mtime == *t && path > *p))
+        {
             best = Some((mtime, path));
         }
     }
@@ -221,6 +227,32 @@ pub(crate) fn most_recent(dir: &Path) -> Result<Option<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_times_go_to_the_later_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = r#"{"type":"session","version":3,"id":"x","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#;
+        let when = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+        // Written newest first, so that directory order alone would pick the older one.
+        for name in [
+            "2026-01-01T00-00-00-002Z_b.jsonl",
+            "2026-01-01T00-00-00-001Z_a.jsonl",
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, format!("{header}\n")).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+        }
+        let recent = most_recent(dir.path()).unwrap().unwrap();
+        assert!(
+            recent.ends_with("2026-01-01T00-00-00-002Z_b.jsonl"),
+            "{recent:?}"
+        );
+    }
 
     #[test]
     fn cwd_encoding_matches_pi() {
