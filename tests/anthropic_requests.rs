@@ -69,6 +69,12 @@ async fn bodies_match_pi_for_every_request_of_the_session() {
         assert_eq!(sent.method, "POST");
         assert_eq!(sent.path, want["path"].as_str().unwrap());
         assert_eq!(sent.json(), *body, "request {k}: body differs from pi's");
+        // The same members in the same order as pi wrote them.
+        assert_eq!(
+            sent.json().to_string(),
+            body.to_string(),
+            "request {k}: key order differs from pi's"
+        );
         for header in [
             "anthropic-version",
             "anthropic-beta",

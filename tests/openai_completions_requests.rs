@@ -90,6 +90,12 @@ async fn bodies_match_pi_for_every_request_of_the_session() {
         assert_eq!(sent.path, want["path"].as_str().unwrap());
         let ours = sent.json();
         assert_eq!(ours, *body, "request {k}: body differs from pi's");
+        // The same members in the same order as pi wrote them.
+        assert_eq!(
+            ours.to_string(),
+            body.to_string(),
+            "request {k}: key order differs from pi's"
+        );
         let (mut a, mut b) = (Vec::new(), Vec::new());
         key_order(&ours, &mut a);
         key_order(body, &mut b);

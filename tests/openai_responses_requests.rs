@@ -77,6 +77,12 @@ async fn bodies_match_pi_for_every_request_of_the_session() {
         assert_eq!(sent.method, "POST");
         assert_eq!(sent.path, want["path"].as_str().unwrap());
         assert_eq!(sent.json(), *body, "request {k}: body differs from pi's");
+        // The same members in the same order as pi wrote them.
+        assert_eq!(
+            sent.json().to_string(),
+            body.to_string(),
+            "request {k}: key order differs from pi's"
+        );
         // Same keys in the same order as pi's SDK wrote them.
         let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
         assert_eq!(keys(&sent.json()), keys(body), "request {k}: key order");

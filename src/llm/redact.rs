@@ -32,11 +32,21 @@ const MIN_LITERAL: usize = 8;
 /// `proxy-authorization`, `x-api-key`, `api-key`, `x-goog-api-key`, `cookie`, `set-cookie`,
 /// or any name containing `key`, `token`, `secret` or `auth` (case-insensitive).
 pub(crate) fn is_sensitive_header_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    matches!(lower.as_str(), "cookie" | "set-cookie")
-        || ["key", "token", "secret", "auth"]
-            .iter()
-            .any(|part| lower.contains(part))
+    // One pass over the bytes, no lowercase copy: every request header goes through this.
+    let name = name.as_bytes();
+    name.eq_ignore_ascii_case(b"cookie")
+        || name.eq_ignore_ascii_case(b"set-cookie")
+        || (0..name.len()).any(|i| {
+            let rest = &name[i..];
+            let part: &[u8] = match rest[0].to_ascii_lowercase() {
+                b'k' => b"key",
+                b't' => b"token",
+                b's' => b"secret",
+                b'a' => b"auth",
+                _ => return false,
+            };
+            rest.len() >= part.len() && rest[..part.len()].eq_ignore_ascii_case(part)
+        })
 }
 
 /// True when header `name: value` must not be printed: a sensitive name, a value holding
@@ -165,6 +175,9 @@ pub(crate) fn scrub<'t, S: AsRef<str>>(text: &'t str, secrets: &[S]) -> Cow<'t, 
             out = Cow::Owned(scrubbed);
         }
     }
+    if !may_hold_token(&out) {
+        return out;
+    }
     match token_pattern().replace_all(&out, replace_token) {
         // A match that was kept as it is (a word, not a key) still makes a new string.
         Cow::Owned(s) if s != *out => Cow::Owned(s),
@@ -223,6 +236,24 @@ fn known_prefix(secret: &str) -> &'static str {
 }
 
 /// Tokens of the known key formats. Group 1: the kept prefix; group 2: the secret part.
+/// False when `text` holds none of [`token_pattern`]'s prefixes, so that no token can match:
+/// a scan that costs far less than a regex search, which every request header goes through.
+fn may_hold_token(text: &str) -> bool {
+    let text = text.as_bytes();
+    (0..text.len()).any(|i| {
+        let rest = &text[i..];
+        match rest[0] {
+            b's' => rest.starts_with(b"sk-"),
+            b'A' => [&b"AIza"[..], b"AKIA", b"ASIA"]
+                .iter()
+                .any(|p| rest.starts_with(p)),
+            b'y' => rest.starts_with(b"ya29."),
+            b'b' | b'B' => rest.len() >= 6 && rest[..6].eq_ignore_ascii_case(b"bearer"),
+            _ => false,
+        }
+    })
+}
+
 fn token_pattern() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
@@ -435,5 +466,35 @@ mod tests {
         let headers = [("x-api-key", "sk-ant-0123456789"), ("x-trace", "abc")];
         let shown = format!("{:?}", Headers::new(headers.iter().copied(), None));
         assert_eq!(shown, r#"{"x-api-key": <redacted>, "x-trace": "abc"}"#);
+        for name in [
+            "accept",
+            "anthropic-beta",
+            "x-ke",
+            "tok",
+            "content-type",
+            "ké",
+        ] {
+            assert!(!is_sensitive_header_name(name), "{name}");
+        }
+        assert!(is_sensitive_header_name("X-KEY"));
+    }
+
+    proptest::proptest! {
+        /// The scan before the regex never skips a text the regex would change.
+        #[test]
+        fn the_token_prefilter_never_hides_a_match(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "sk-", "sk", "ant-", "AIza", "AKI", "AKIA", "ASIA", "ya29.", "ya29", "bearer ",
+                    "BeArEr\t", "Bearer", " ", "0123456789", "abcdefgh", "_-~+/", ".", "=", "é", "\n",
+                ]),
+                0..8,
+            )
+        ) {
+            let text: String = parts.concat();
+            if !may_hold_token(&text) {
+                proptest::prop_assert!(token_pattern().find(&text).is_none(), "{text:?}");
+            }
+        }
     }
 }

@@ -44,6 +44,7 @@ use crate::llm::message::Context;
 use crate::llm::model::{Model, api};
 use crate::llm::options::{ApiKey, AzureOpenAiResponsesOptions, StreamOptions};
 use crate::providers::ApiProvider;
+use crate::providers::body::{TOOLS, WithTools};
 use crate::providers::http::{HttpRequest, stream_http};
 use crate::providers::openai_responses_shared::{
     ReasoningOptions, ResponsesDecoder, TierPricing, convert_messages, convert_tools,
@@ -244,11 +245,10 @@ fn build_request(
     if let Some(t) = options.temperature {
         body.insert("temperature".into(), t.into());
     }
-    if let Some(tools) = context.tools.as_ref().filter(|t| !t.is_empty()) {
-        body.insert(
-            "tools".into(),
-            Value::Array(convert_tools(tools, &Value::Bool(false))),
-        );
+    let mut tools = None;
+    if let Some(list) = context.tools.as_ref().filter(|t| !t.is_empty()) {
+        tools = Some(convert_tools(list, Some(false)));
+        body.insert(TOOLS.into(), Value::Null);
     }
     // pi's Responses providers drop `toolChoice`; forcing a tool is sent (a listed deviation).
     if let Some(choice) = options.effective_tool_choice() {
@@ -266,7 +266,7 @@ fn build_request(
     url.set_query(None);
     url.query_pairs_mut()
         .append_pair("api-version", &config.api_version);
-    let request = HttpRequest::post_json(url.as_str(), Value::Object(body))
+    let request = HttpRequest::post_serialized(url.as_str(), &WithTools { body, tools })?
         .header("accept", "application/json");
     Ok(match key {
         Some(key) => request.header("api-key", key.expose()),
@@ -430,7 +430,7 @@ mod tests {
         );
         assert_eq!(
             request.body(),
-            &json!({
+            json!({
                 "model": "prod-5",
                 "input": [
                     {"role": "developer", "content": "sys"},

@@ -104,7 +104,7 @@ fn build_request(
         base.strip_suffix('/').unwrap_or(base),
         model_path(&model.id)?
     );
-    let request = HttpRequest::post_json(url, body);
+    let request = HttpRequest::post_serialized(url, &body)?;
     Ok(match key {
         Some(key) => request.header("x-goog-api-key", key.expose()),
         None => request,

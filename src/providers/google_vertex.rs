@@ -239,7 +239,7 @@ fn build_request_with(
         }
     };
     let url = format!("{url}:streamGenerateContent?alt=sse");
-    let request = HttpRequest::post_json(url, body);
+    let request = HttpRequest::post_serialized(url, &body)?;
     Ok(match auth {
         Auth::ApiKey(key) => request.header("x-goog-api-key", key),
         Auth::Bearer(token) => request.header("authorization", format!("Bearer {token}")),

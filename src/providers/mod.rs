@@ -31,6 +31,8 @@ use crate::llm::options::StreamOptions;
 pub mod anthropic;
 #[cfg(feature = "openai")]
 pub mod azure_openai_responses;
+#[cfg(any(feature = "anthropic", feature = "openai", feature = "google"))]
+pub(crate) mod body;
 pub mod faux;
 #[cfg(feature = "google")]
 pub mod google;

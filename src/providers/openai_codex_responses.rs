@@ -56,9 +56,10 @@ use crate::llm::model::{Model, api};
 use crate::llm::options::{OpenAiCodexResponsesOptions, StreamOptions, ToolChoice};
 use crate::llm::thinking::ThinkingLevel;
 use crate::providers::ApiProvider;
+use crate::providers::body::{TOOLS, WithTools};
 use crate::providers::http::{HttpRequest, stream_http};
 use crate::providers::openai_responses_shared::{
-    ResponsesDecoder, TierPricing, convert_messages, convert_tools,
+    FunctionTool, ResponsesDecoder, TierPricing, convert_messages, convert_tools,
 };
 
 const DEFAULT_BASE_URL: &str = "https://chatgpt.com/backend-api";
@@ -178,12 +179,12 @@ fn user_agent() -> &'static str {
     })
 }
 
-fn build_body(
+fn build_body<'a>(
     model: &Model,
-    context: &Context,
+    context: &'a Context,
     options: &StreamOptions,
     opts: &OpenAiCodexResponsesOptions,
-) -> Result<Value, Error> {
+) -> Result<WithTools<Vec<FunctionTool<'a>>>, Error> {
     let mut body = Map::new();
     body.insert("model".into(), model.id.clone().into());
     body.insert("store".into(), false.into());
@@ -233,11 +234,10 @@ fn build_body(
     if let Some(tier) = &opts.service_tier {
         body.insert("service_tier".into(), tier.clone().into());
     }
-    if let Some(tools) = context.tools.as_ref().filter(|t| !t.is_empty()) {
-        body.insert(
-            "tools".into(),
-            Value::Array(convert_tools(tools, &Value::Null)),
-        );
+    let mut tools = None;
+    if let Some(list) = context.tools.as_ref().filter(|t| !t.is_empty()) {
+        tools = Some(convert_tools(list, None));
+        body.insert(TOOLS.into(), Value::Null);
     }
     if let Some(effort) = opts.reasoning_effort.clone() {
         let map = model.thinking_level_map.as_ref();
@@ -258,7 +258,7 @@ fn build_body(
             json!({"effort": effort, "summary": summary}),
         );
     }
-    Ok(Value::Object(body))
+    Ok(WithTools { body, tools })
 }
 
 #[cfg(test)]
@@ -279,7 +279,7 @@ fn build_request_with(
     let token = crate::llm::resolve_api_key(model, options)?;
     let account = account_id(token.expose())?;
     let body = build_body(model, context, options, opts)?;
-    let mut request = HttpRequest::post_json(codex_url(&model.base_url), body)
+    let mut request = HttpRequest::post_serialized(codex_url(&model.base_url), &body)?
         .header("authorization", format!("Bearer {}", token.expose()))
         .header("chatgpt-account-id", account)
         .header("originator", "pi")
@@ -359,7 +359,7 @@ mod tests {
         assert_eq!(header("session_id"), Some("s1"));
         assert_eq!(
             request.body(),
-            &json!({
+            json!({
                 "model": "gpt-5.1",
                 "store": false,
                 "stream": true,
@@ -382,15 +382,21 @@ mod tests {
             .into_iter()
             .collect(),
         );
-        let body = build_body(&mapped, &ctx, &opts, &opts.api_options().unwrap()).unwrap();
+        let body = build_body(&mapped, &ctx, &opts, &opts.api_options().unwrap())
+            .unwrap()
+            .to_value();
         assert_eq!(body["reasoning"]["effort"], "minimal");
         let low = opts.clone().with_extra("reasoningEffort", json!("low"));
         assert_eq!(
-            build_body(&mapped, &ctx, &low, &low.api_options().unwrap()).unwrap()["reasoning"]["effort"],
+            build_body(&mapped, &ctx, &low, &low.api_options().unwrap())
+                .unwrap()
+                .to_value()["reasoning"]["effort"],
             "medium"
         );
         let none = StreamOptions::new().with_api_key(token("a"));
-        let body = build_body(&model, &ctx, &none, &none.api_options().unwrap()).unwrap();
+        let body = build_body(&model, &ctx, &none, &none.api_options().unwrap())
+            .unwrap()
+            .to_value();
         assert!(body.get("reasoning").is_none() && body.get("prompt_cache_key").is_none());
         let bad = StreamOptions::new().with_api_key("not-a-jwt");
         assert!(build_request(&model, &ctx, &bad).unwrap_err().is_auth());

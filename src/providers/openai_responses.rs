@@ -75,6 +75,7 @@ use crate::llm::message::Context;
 use crate::llm::model::{Model, api};
 use crate::llm::options::{ApiKey, CacheRetention, OpenAiResponsesOptions, StreamOptions};
 use crate::providers::ApiProvider;
+use crate::providers::body::{TOOLS, WithTools};
 use crate::providers::http::copilot::copilot_headers;
 use crate::providers::http::{HttpRequest, cloudflare, stream_http};
 use crate::providers::openai_responses_shared::{
@@ -215,11 +216,10 @@ fn build_request_with(
     if let Some(tier) = service_tier {
         body.insert("service_tier".into(), tier.into());
     }
-    if let Some(tools) = context.tools.as_ref().filter(|t| !t.is_empty()) {
-        body.insert(
-            "tools".into(),
-            Value::Array(convert_tools(tools, &Value::Bool(false))),
-        );
+    let mut tools = None;
+    if let Some(list) = context.tools.as_ref().filter(|t| !t.is_empty()) {
+        tools = Some(convert_tools(list, Some(false)));
+        body.insert(TOOLS.into(), Value::Null);
     }
     // pi's Responses providers drop `toolChoice`; forcing a tool is sent (a listed deviation).
     if let Some(choice) = options.effective_tool_choice() {
@@ -236,8 +236,8 @@ fn build_request_with(
         model.base_url.clone()
     };
     let url = format!("{}/responses", base_url.trim_end_matches('/'));
-    let mut request =
-        HttpRequest::post_json(url, Value::Object(body)).header("accept", "application/json");
+    let mut request = HttpRequest::post_serialized(url, &WithTools { body, tools })?
+        .header("accept", "application/json");
     match &key {
         // A keyless model: no credentials.
         None => {}
@@ -285,7 +285,7 @@ mod tests {
     ) -> (Value, Vec<(String, String)>, String) {
         let request = build_request(model, context, options).unwrap();
         let (url, headers) = request.parts();
-        (request.body().clone(), headers.to_vec(), url.to_owned())
+        (request.body(), headers.to_vec(), url.to_owned())
     }
 
     use crate::providers::http::header_in as header;

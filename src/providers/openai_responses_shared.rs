@@ -11,7 +11,9 @@ mod request;
 mod tier;
 
 pub(crate) use decode::ResponsesDecoder;
-pub(crate) use request::{ReasoningOptions, convert_messages, convert_tools, insert_reasoning};
+pub(crate) use request::{
+    FunctionTool, ReasoningOptions, convert_messages, convert_tools, insert_reasoning,
+};
 pub(crate) use tier::TierPricing;
 
 #[cfg(test)]

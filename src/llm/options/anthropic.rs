@@ -132,13 +132,60 @@ pub(crate) const ADAPTIVE_THINKING_MODELS: &[&str] = &["opus-4-6", "opus-4-7", "
 pub(crate) fn anthropic_adaptive(id: &str) -> bool {
     ADAPTIVE_THINKING_MODELS
         .iter()
-        .any(|m| id.contains(m) || id.contains(&dotted(m)))
+        .any(|m| contains_model(id, m))
 }
 
-/// `opus-4-6` as `opus-4.6`: the last `-` of the version becomes a `.`.
-fn dotted(model: &str) -> String {
-    match model.rfind('-') {
-        Some(i) => format!("{}.{}", &model[..i], &model[i + 1..]),
-        None => model.to_owned(),
+/// Whether `id` contains `model` as written or with its version dotted (`opus-4.6` for
+/// `opus-4-6`: the last `-` may be a `.`). One byte comparison per window, no searcher set
+/// up: this runs on every Anthropic request.
+fn contains_model(id: &str, model: &str) -> bool {
+    let dash = model.rfind('-');
+    let (id, model) = (id.as_bytes(), model.as_bytes());
+    id.windows(model.len()).any(|window| {
+        window
+            .iter()
+            .zip(model)
+            .enumerate()
+            .all(|(i, (&a, &b))| a == b || (Some(i) == dash && a == b'.'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adaptive_models_match_as_written_and_dotted() {
+        for id in [
+            "claude-opus-4-6",
+            "claude-opus-4-6-20260101",
+            "anthropic/claude-opus-4.6",
+            "us.anthropic.claude-sonnet-4-6-v1:0",
+            "claude-sonnet-4.6",
+            "opus-4.7-preview",
+        ] {
+            assert!(anthropic_adaptive(id), "{id}");
+        }
+        for id in [
+            "claude-opus-4-5",
+            "claude-opus-4.5",
+            "claude-sonnet-4-5",
+            "opus-4",
+            "opus-4.",
+            "opus-4-",
+            "claude-opus-4-16",
+            "",
+        ] {
+            let adaptive = anthropic_adaptive(id);
+            // `opus-4-16` contains neither `opus-4-6` nor `opus-4.6`.
+            assert!(!adaptive, "{id}");
+        }
+        // A head that occurs more than once: the dotted form is found at the later one.
+        assert!(contains_model("opus-opus.6", "opus-6"));
+        assert!(contains_model("opus-6x", "opus-6"));
+        assert!(!contains_model("opus-6x", "opus-7"));
+        // Only the version's dash may be a dot.
+        assert!(!contains_model("opus.4-6", "opus-4-6"));
+        assert!(!contains_model("", "opus-4-6"));
     }
 }

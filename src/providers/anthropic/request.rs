@@ -1,6 +1,10 @@
 //! The request: the body (messages, tools, thinking, prompt caching) and the headers
 //! (key or subscription token, betas, Claude Code's identity) pi's SDK sends.
 
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::llm::compat::AnthropicMessagesCompatSettings;
@@ -10,6 +14,7 @@ use crate::llm::message::{
 };
 use crate::llm::model::Model;
 use crate::llm::options::{AnthropicOptions, CacheRetention, StreamOptions};
+use crate::providers::body::{EMPTY_ARRAY, EMPTY_OBJECT};
 use crate::providers::http::copilot::copilot_headers;
 use crate::providers::http::{HttpRequest, cloudflare};
 use crate::providers::transform::{skip_unknown_block, skip_unknown_blocks, transform_messages};
@@ -69,7 +74,11 @@ fn is_oauth_token(key: &str) -> bool {
     key.contains("sk-ant-oat")
 }
 
-fn cache_control(compat: &Compat, options: &StreamOptions) -> Option<Value> {
+/// `{"type": "ephemeral"}` and its one-hour form: the only two `cache_control` values.
+static EPHEMERAL: LazyLock<Value> = LazyLock::new(|| json!({"type": "ephemeral"}));
+static EPHEMERAL_1H: LazyLock<Value> = LazyLock::new(|| json!({"type": "ephemeral", "ttl": "1h"}));
+
+fn cache_control(compat: &Compat, options: &StreamOptions) -> Option<&'static Value> {
     let retention = options.cache_retention.unwrap_or_else(|| {
         if std::env::var("PI_CACHE_RETENTION").as_deref() == Ok("long") {
             CacheRetention::Long
@@ -79,10 +88,8 @@ fn cache_control(compat: &Compat, options: &StreamOptions) -> Option<Value> {
     });
     match retention {
         CacheRetention::None => None,
-        CacheRetention::Long if compat.long_cache_retention => {
-            Some(json!({"type": "ephemeral", "ttl": "1h"}))
-        }
-        _ => Some(json!({"type": "ephemeral"})),
+        CacheRetention::Long if compat.long_cache_retention => Some(&EPHEMERAL_1H),
+        _ => Some(&EPHEMERAL),
     }
 }
 
@@ -100,7 +107,8 @@ pub(super) fn build_request(
     let oauth = !copilot && !cloudflare && key.as_ref().is_some_and(|k| is_oauth_token(k.expose()));
     // Read once: a key it does not know is logged once per request.
     let compat = Compat::of(model);
-    let body = build_body(model, context, options, &opts, &compat, oauth);
+    let transformed = transform_messages(&context.messages, model, Some(&normalize_tool_call_id));
+    let body = build_body(model, context, &transformed, options, &opts, &compat, oauth);
 
     let mut betas: Vec<&str> = Vec::new();
     if context.tools.as_ref().is_some_and(|t| !t.is_empty()) && !compat.eager_tool_input_streaming {
@@ -118,7 +126,7 @@ pub(super) fn build_request(
         model.base_url.clone()
     };
     let url = format!("{}/v1/messages", base_url.trim_end_matches('/'));
-    let mut request = HttpRequest::post_json(url, body)
+    let mut request = HttpRequest::post_serialized(url, &body)?
         .header("accept", "application/json")
         .header("anthropic-version", ANTHROPIC_VERSION)
         .header("anthropic-dangerous-direct-browser-access", "true");
@@ -150,103 +158,105 @@ pub(super) fn build_request(
     Ok((request, oauth))
 }
 
-fn build_body(
-    model: &Model,
-    context: &Context,
+/// The request body, in pi's key order, borrowing the context (and its transformed
+/// messages) instead of copying them into `Value`s.
+#[derive(Debug, Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<MessageParam<'a>>,
+    max_tokens: u64,
+    stream: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<Block<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<ToolParam<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+}
+
+fn build_body<'a>(
+    model: &'a Model,
+    context: &'a Context,
+    transformed: &'a [Cow<'a, Message>],
     options: &StreamOptions,
     opts: &AnthropicOptions,
     compat: &Compat,
     oauth: bool,
-) -> Value {
+) -> Body<'a> {
     let cache = cache_control(compat, options);
-    let with_cache = |mut block: Value| {
-        if let Some(c) = &cache {
-            block["cache_control"] = c.clone();
-        }
-        block
-    };
-    let mut body = Map::new();
-    body.insert("model".into(), model.id.clone().into());
-    body.insert(
-        "messages".into(),
-        Value::Array(convert_messages(
-            &context.messages,
-            model,
-            oauth,
-            cache.as_ref(),
-        )),
-    );
     let max_tokens = options
         .max_tokens
         .filter(|&n| n > 0)
         .unwrap_or(model.max_tokens / 3);
-    body.insert("max_tokens".into(), max_tokens.into());
-    body.insert("stream".into(), true.into());
 
     let system_prompt = context.system_prompt.as_deref().filter(|s| !s.is_empty());
     let mut system = Vec::new();
     if oauth {
-        system.push(with_cache(
-            json!({"type": "text", "text": CLAUDE_CODE_IDENTITY}),
-        ));
+        system.push(Block::Text {
+            text: CLAUDE_CODE_IDENTITY,
+            cache_control: cache,
+        });
     }
     if let Some(prompt) = system_prompt {
-        system.push(with_cache(json!({"type": "text", "text": prompt})));
-    }
-    if !system.is_empty() {
-        body.insert("system".into(), Value::Array(system));
+        system.push(Block::Text {
+            text: prompt,
+            cache_control: cache,
+        });
     }
 
     let thinking_enabled = opts.thinking_enabled == Some(true);
-    if let Some(t) = options.temperature
-        && !thinking_enabled
-    {
-        body.insert("temperature".into(), json!(t));
-    }
-    if let Some(tools) = context.tools.as_ref().filter(|t| !t.is_empty()) {
-        let eager = compat.eager_tool_input_streaming;
-        body.insert(
-            "tools".into(),
-            Value::Array(convert_tools(tools, oauth, eager, cache.as_ref())),
-        );
-    }
+    let temperature = options.temperature.filter(|_| !thinking_enabled);
+    let tools = context
+        .tools
+        .as_ref()
+        .filter(|t| !t.is_empty())
+        .map(|list| convert_tools(list, oauth, compat.eager_tool_input_streaming, cache));
+    let (mut thinking, mut output_config) = (None, None);
     if model.reasoning {
         if thinking_enabled {
             let display = opts.thinking_display.as_deref().unwrap_or("summarized");
             if supports_adaptive_thinking(&model.id) {
-                body.insert(
-                    "thinking".into(),
-                    json!({"type": "adaptive", "display": display}),
-                );
-                if let Some(effort) = &opts.effort {
-                    body.insert("output_config".into(), json!({"effort": effort}));
-                }
+                thinking = Some(json!({"type": "adaptive", "display": display}));
+                output_config = opts.effort.as_ref().map(|effort| json!({"effort": effort}));
             } else {
                 let budget = opts
                     .thinking_budget_tokens
                     .filter(|&b| b > 0)
                     .unwrap_or(1024);
-                body.insert(
-                    "thinking".into(),
-                    json!({"type": "enabled", "budget_tokens": budget, "display": display}),
-                );
+                thinking =
+                    Some(json!({"type": "enabled", "budget_tokens": budget, "display": display}));
             }
         } else if opts.thinking_enabled == Some(false) {
-            body.insert("thinking".into(), json!({"type": "disabled"}));
+            thinking = Some(json!({"type": "disabled"}));
         }
     }
-    if let Some(user_id) = options
+    let metadata = options
         .metadata
         .as_ref()
         .and_then(|m| m.get("user_id"))
         .and_then(Value::as_str)
-    {
-        body.insert("metadata".into(), json!({"user_id": user_id}));
+        .map(|user_id| json!({"user_id": user_id}));
+    Body {
+        model: &model.id,
+        messages: convert_messages(transformed, oauth, cache),
+        max_tokens,
+        stream: true,
+        system,
+        temperature,
+        tools,
+        thinking,
+        output_config,
+        metadata,
+        tool_choice: options.effective_tool_choice().map(|c| c.anthropic()),
     }
-    if let Some(choice) = options.effective_tool_choice() {
-        body.insert("tool_choice".into(), choice.anthropic());
-    }
-    Value::Object(body)
 }
 
 /// Anthropic's tool-call id rule: `[a-zA-Z0-9_-]`, at most 64 characters.
@@ -270,56 +280,157 @@ fn to_claude_code_name(name: &str) -> String {
         .map_or_else(|| name.to_owned(), |t| (*t).to_owned())
 }
 
-fn image_block(data: &str, mime_type: &str) -> Value {
-    json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}})
+/// One entry of `messages`.
+#[derive(Debug, Serialize)]
+struct MessageParam<'a> {
+    role: &'static str,
+    content: ContentParam<'a>,
+}
+
+/// A message's content: a plain string, or blocks.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum ContentParam<'a> {
+    Text(&'a str),
+    Blocks(Vec<Block<'a>>),
+}
+
+/// A content block, `type` first, then its members in pi's order.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<&'a Value>,
+    },
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<&'a Value>,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: Cow<'a, str>,
+        input: &'a Map<String, Value>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: ToolResultContent<'a>,
+        is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<&'a Value>,
+    },
+}
+
+impl<'a> Block<'a> {
+    fn image(data: &'a str, media_type: &'a str) -> Self {
+        Block::Image {
+            source: ImageSource {
+                kind: "base64",
+                media_type,
+                data,
+            },
+            cache_control: None,
+        }
+    }
+
+    /// Marks the block for prompt caching; false for a block that cannot carry the mark.
+    fn mark(&mut self, cache: &'a Value) -> bool {
+        match self {
+            Block::Text { cache_control, .. }
+            | Block::Image { cache_control, .. }
+            | Block::ToolResult { cache_control, .. } => {
+                *cache_control = Some(cache);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+/// A tool result's content: a string when it is only text, else blocks.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum ToolResultContent<'a> {
+    Text(String),
+    Blocks(Vec<Block<'a>>),
 }
 
 /// A tool result's content: a string when it is only text, else blocks (an image-only result
 /// gets a placeholder text first).
-fn tool_result_content(content: &[Content]) -> Value {
+fn tool_result_content(content: &[Content]) -> ToolResultContent<'_> {
     skip_unknown_blocks(content, "anthropic-messages");
     if !content.iter().any(|c| matches!(c, Content::Image(_))) {
         let texts: Vec<&str> = content.iter().filter_map(Content::as_text).collect();
-        return Value::String(texts.join("\n"));
+        return ToolResultContent::Text(texts.join("\n"));
     }
-    let mut blocks: Vec<Value> = content
+    let mut blocks: Vec<Block<'_>> = content
         .iter()
         .filter_map(|c| match c {
-            Content::Text(t) => Some(json!({"type": "text", "text": t.text})),
-            Content::Image(i) => Some(image_block(&i.data, &i.mime_type)),
+            Content::Text(t) => Some(Block::Text {
+                text: &t.text,
+                cache_control: None,
+            }),
+            Content::Image(i) => Some(Block::image(&i.data, &i.mime_type)),
             Content::Unknown(_) => None,
         })
         .collect();
     if !content.iter().any(|c| matches!(c, Content::Text(_))) {
-        blocks.insert(0, json!({"type": "text", "text": "(see attached image)"}));
+        blocks.insert(
+            0,
+            Block::Text {
+                text: "(see attached image)",
+                cache_control: None,
+            },
+        );
     }
-    Value::Array(blocks)
+    ToolResultContent::Blocks(blocks)
 }
 
-fn convert_messages(
-    messages: &[Message],
-    model: &Model,
+fn convert_messages<'a>(
+    transformed: &'a [Cow<'a, Message>],
     oauth: bool,
-    cache: Option<&Value>,
-) -> Vec<Value> {
-    let transformed = transform_messages(messages, model, Some(&normalize_tool_call_id));
-    let mut params: Vec<Value> = Vec::with_capacity(transformed.len());
+    cache: Option<&'a Value>,
+) -> Vec<MessageParam<'a>> {
+    let mut params: Vec<MessageParam<'a>> = Vec::with_capacity(transformed.len());
     let mut i = 0;
     while i < transformed.len() {
         match transformed[i].as_ref() {
             Message::User(user) => match &user.content {
                 UserContent::Text(text) => {
                     if !text.trim().is_empty() {
-                        params.push(json!({"role": "user", "content": text}));
+                        params.push(MessageParam {
+                            role: "user",
+                            content: ContentParam::Text(text),
+                        });
                     }
                 }
                 UserContent::Blocks(blocks) => {
-                    let blocks: Vec<Value> = blocks
+                    let blocks: Vec<Block<'a>> = blocks
                         .iter()
                         .filter_map(|b| match b {
                             Content::Text(t) if t.text.trim().is_empty() => None,
-                            Content::Text(t) => Some(json!({"type": "text", "text": t.text})),
-                            Content::Image(img) => Some(image_block(&img.data, &img.mime_type)),
+                            Content::Text(t) => Some(Block::Text {
+                                text: &t.text,
+                                cache_control: None,
+                            }),
+                            Content::Image(img) => Some(Block::image(&img.data, &img.mime_type)),
                             Content::Unknown(_) => {
                                 skip_unknown_block(b.block_type(), "anthropic-messages");
                                 None
@@ -327,7 +438,10 @@ fn convert_messages(
                         })
                         .collect();
                     if !blocks.is_empty() {
-                        params.push(json!({"role": "user", "content": blocks}));
+                        params.push(MessageParam {
+                            role: "user",
+                            content: ContentParam::Blocks(blocks),
+                        });
                     }
                 }
             },
@@ -337,15 +451,17 @@ fn convert_messages(
                     match block {
                         AssistantContent::Text(t) => {
                             if !t.text.trim().is_empty() {
-                                blocks.push(json!({"type": "text", "text": t.text}));
+                                blocks.push(Block::Text {
+                                    text: &t.text,
+                                    cache_control: None,
+                                });
                             }
                         }
                         AssistantContent::Thinking(t) => {
                             if t.is_redacted() {
-                                blocks.push(json!({
-                                    "type": "redacted_thinking",
-                                    "data": t.thinking_signature.as_deref().unwrap_or(""),
-                                }));
+                                blocks.push(Block::RedactedThinking {
+                                    data: t.thinking_signature.as_deref().unwrap_or(""),
+                                });
                             } else if t.thinking.trim().is_empty() {
                                 continue;
                             } else if let Some(sig) = t
@@ -353,24 +469,29 @@ fn convert_messages(
                                 .as_deref()
                                 .filter(|s| !s.trim().is_empty())
                             {
-                                blocks.push(json!({
-                                    "type": "thinking", "thinking": t.thinking, "signature": sig,
-                                }));
+                                blocks.push(Block::Thinking {
+                                    thinking: &t.thinking,
+                                    signature: sig,
+                                });
                             } else {
                                 // No signature (an aborted stream): plain text, no tags.
-                                blocks.push(json!({"type": "text", "text": t.thinking}));
+                                blocks.push(Block::Text {
+                                    text: &t.thinking,
+                                    cache_control: None,
+                                });
                             }
                         }
                         AssistantContent::ToolCall(call) => {
                             let name = if oauth {
-                                to_claude_code_name(&call.name)
+                                Cow::Owned(to_claude_code_name(&call.name))
                             } else {
-                                call.name.clone()
+                                Cow::Borrowed(call.name.as_str())
                             };
-                            blocks.push(json!({
-                                "type": "tool_use", "id": call.id, "name": name,
-                                "input": call.arguments,
-                            }));
+                            blocks.push(Block::ToolUse {
+                                id: &call.id,
+                                name,
+                                input: &call.arguments,
+                            });
                         }
                         AssistantContent::Unknown(_) => {
                             skip_unknown_block(block.block_type(), "anthropic-messages");
@@ -378,22 +499,28 @@ fn convert_messages(
                     }
                 }
                 if !blocks.is_empty() {
-                    params.push(json!({"role": "assistant", "content": blocks}));
+                    params.push(MessageParam {
+                        role: "assistant",
+                        content: ContentParam::Blocks(blocks),
+                    });
                 }
             }
             Message::ToolResult(_) => {
                 // Consecutive results go in one user message (z.ai requires it).
                 let mut results = Vec::new();
                 while let Some(Message::ToolResult(r)) = transformed.get(i).map(AsRef::as_ref) {
-                    results.push(json!({
-                        "type": "tool_result",
-                        "tool_use_id": r.tool_call_id,
-                        "content": tool_result_content(&r.content),
-                        "is_error": r.is_error,
-                    }));
+                    results.push(Block::ToolResult {
+                        tool_use_id: &r.tool_call_id,
+                        content: tool_result_content(&r.content),
+                        is_error: r.is_error,
+                        cache_control: None,
+                    });
                     i += 1;
                 }
-                params.push(json!({"role": "user", "content": results}));
+                params.push(MessageParam {
+                    role: "user",
+                    content: ContentParam::Blocks(results),
+                });
                 continue;
             }
         }
@@ -402,66 +529,70 @@ fn convert_messages(
     // Cache the conversation up to the last user turn.
     if let Some(cache) = cache
         && let Some(last) = params.last_mut()
-        && last["role"] == "user"
+        && last.role == "user"
     {
-        match &mut last["content"] {
-            Value::Array(blocks) => {
-                if let Some(block) = blocks.last_mut()
-                    && matches!(
-                        block["type"].as_str(),
-                        Some("text" | "image" | "tool_result")
-                    )
-                {
-                    block["cache_control"] = cache.clone();
+        match &mut last.content {
+            ContentParam::Blocks(blocks) => {
+                if let Some(block) = blocks.last_mut() {
+                    block.mark(cache);
                 }
             }
-            content @ Value::String(_) => {
-                let text = content.take();
-                *content = json!([{"type": "text", "text": text, "cache_control": cache}]);
+            ContentParam::Text(text) => {
+                last.content = ContentParam::Blocks(vec![Block::Text {
+                    text,
+                    cache_control: Some(cache),
+                }]);
             }
-            _ => {}
         }
     }
     params
 }
 
-fn convert_tools(tools: &[Tool], oauth: bool, eager: bool, cache: Option<&Value>) -> Vec<Value> {
+/// One entry of `tools`, borrowing the tool's schema.
+#[derive(Debug, Serialize)]
+pub(super) struct ToolParam<'a> {
+    name: Cow<'a, str>,
+    description: &'a str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    eager_input_streaming: bool,
+    input_schema: InputSchema<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<&'a Value>,
+}
+
+/// `{"type": "object", "properties": …, "required": …}` from the tool's schema.
+#[derive(Debug, Serialize)]
+struct InputSchema<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    properties: &'a Value,
+    required: &'a Value,
+}
+
+fn convert_tools<'a>(
+    tools: &'a [Tool],
+    oauth: bool,
+    eager: bool,
+    cache: Option<&'a Value>,
+) -> Vec<ToolParam<'a>> {
     let last = tools.len().saturating_sub(1);
     tools
         .iter()
         .enumerate()
-        .map(|(i, tool)| {
-            let mut out = Map::new();
-            let name = if oauth {
-                to_claude_code_name(&tool.name)
+        .map(|(i, tool)| ToolParam {
+            name: if oauth {
+                Cow::Owned(to_claude_code_name(&tool.name))
             } else {
-                tool.name.clone()
-            };
-            out.insert("name".into(), name.into());
-            out.insert("description".into(), tool.description.clone().into());
-            if eager {
-                out.insert("eager_input_streaming".into(), true.into());
-            }
-            let properties = tool
-                .parameters
-                .get("properties")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
-            let required = tool
-                .parameters
-                .get("required")
-                .cloned()
-                .unwrap_or_else(|| json!([]));
-            out.insert(
-                "input_schema".into(),
-                json!({"type": "object", "properties": properties, "required": required}),
-            );
-            if let Some(c) = cache
-                && i == last
-            {
-                out.insert("cache_control".into(), c.clone());
-            }
-            Value::Object(out)
+                Cow::Borrowed(&tool.name)
+            },
+            description: &tool.description,
+            eager_input_streaming: eager,
+            input_schema: InputSchema {
+                kind: "object",
+                properties: tool.parameters.get("properties").unwrap_or(&EMPTY_OBJECT),
+                required: tool.parameters.get("required").unwrap_or(&EMPTY_ARRAY),
+            },
+            cache_control: cache.filter(|_| i == last),
         })
         .collect()
 }
@@ -496,7 +627,7 @@ mod tests {
     ) -> (Value, Vec<(String, String)>, String) {
         let (request, _) = build_request(model, context, options).unwrap();
         let (url, headers) = request.parts();
-        (request.body().clone(), headers.to_vec(), url.to_owned())
+        (request.body(), headers.to_vec(), url.to_owned())
     }
 
     use crate::providers::http::header_in as header;

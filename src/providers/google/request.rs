@@ -5,6 +5,7 @@
 use std::sync::LazyLock;
 
 use regex::Regex;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::llm::error::Error;
@@ -13,6 +14,7 @@ use crate::llm::message::{
 };
 use crate::llm::model::Model;
 use crate::llm::options::{GoogleOptions, GoogleThinking, GoogleVertexOptions, StreamOptions};
+use crate::providers::body::{TOOLS, WithTools};
 use crate::providers::transform::{skip_unknown_block, skip_unknown_blocks, transform_messages};
 
 /// Which of pi's two Google providers a request is for (they differ in details).
@@ -35,12 +37,12 @@ const IMAGE_ONLY_RESULT: &str = "(see attached image)";
 const TOOL_RESULT_IMAGE: &str = "Tool result image:";
 
 /// The request body for `model`.
-pub(crate) fn build_body(
+pub(crate) fn build_body<'a>(
     model: &Model,
-    context: &Context,
+    context: &'a Context,
     options: &StreamOptions,
     flavour: Flavour,
-) -> Result<Value, Error> {
+) -> Result<WithTools<GoogleTools<'a>>, Error> {
     // Vertex has options of its own (the Gemini ones plus its project, location and token),
     // so that neither reports the other's keys as unknown.
     let thinking = match flavour {
@@ -51,13 +53,13 @@ pub(crate) fn build_body(
 }
 
 /// [`build_body`] with the `thinking` option already read.
-pub(crate) fn build_body_with(
+pub(crate) fn build_body_with<'a>(
     model: &Model,
-    context: &Context,
+    context: &'a Context,
     options: &StreamOptions,
     flavour: Flavour,
     thinking: Option<&GoogleThinking>,
-) -> Result<Value, Error> {
+) -> Result<WithTools<GoogleTools<'a>>, Error> {
     let mut body = Map::new();
     body.insert(
         "contents".into(),
@@ -69,22 +71,20 @@ pub(crate) fn build_body_with(
             json!({"parts": [{"text": prompt}], "role": "user"}),
         );
     }
-    let tools = context.tools.as_deref().filter(|t| !t.is_empty());
-    if let Some(tools) = tools {
-        let declarations: Vec<Value> = tools
+    let mut tools = None;
+    if let Some(list) = context.tools.as_deref().filter(|t| !t.is_empty()) {
+        let function_declarations = list
             .iter()
-            .map(|t| {
-                json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "parametersJsonSchema": t.parameters,
-                })
+            .map(|t| Declaration {
+                name: &t.name,
+                description: &t.description,
+                parameters_json_schema: &t.parameters,
             })
             .collect();
-        body.insert(
-            "tools".into(),
-            json!([{ "functionDeclarations": declarations }]),
-        );
+        tools = Some([FunctionDeclarations {
+            function_declarations,
+        }]);
+        body.insert(TOOLS.into(), Value::Null);
         if let Some(choice) = options.effective_tool_choice() {
             body.insert(
                 "toolConfig".into(),
@@ -104,7 +104,24 @@ pub(crate) fn build_body_with(
     }
     // `@google/genai` always sends it, empty or not.
     body.insert("generationConfig".into(), Value::Object(generation));
-    Ok(Value::Object(body))
+    Ok(WithTools { body, tools })
+}
+
+/// `tools`: one entry holding every declaration, borrowing the tools' schemas.
+pub(crate) type GoogleTools<'a> = [FunctionDeclarations<'a>; 1];
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FunctionDeclarations<'a> {
+    function_declarations: Vec<Declaration<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Declaration<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters_json_schema: &'a Value,
 }
 
 /// `thinkingConfig`: with thinking on (reasoning models only), `includeThoughts` plus the
@@ -417,7 +434,9 @@ mod tests {
     }
 
     fn body(model: &Model, ctx: &Context, opts: &StreamOptions) -> Value {
-        build_body(model, ctx, opts, Flavour::GenerativeAi).unwrap()
+        build_body(model, ctx, opts, Flavour::GenerativeAi)
+            .unwrap()
+            .to_value()
     }
 
     #[test]
@@ -514,7 +533,9 @@ mod tests {
         let ctx = Context::new().with_message(UserMessage::text("hi"));
         let with = |thinking: Value| StreamOptions::new().with_extra("thinking", thinking);
         let cfg = |id: &str, thinking: Value, flavour: Flavour| {
-            build_body(&gemini(id), &ctx, &with(thinking), flavour).unwrap()["generationConfig"]
+            build_body(&gemini(id), &ctx, &with(thinking), flavour)
+                .unwrap()
+                .to_value()["generationConfig"]
                 .get("thinkingConfig")
                 .cloned()
         };
@@ -562,9 +583,13 @@ mod tests {
         );
         // Only reasoning models, and only when the option is there.
         let plain = gemini("gemini-2.0-flash").with_reasoning(false);
-        let b = build_body(&plain, &ctx, &with(on_budget), g).unwrap();
+        let b = build_body(&plain, &ctx, &with(on_budget), g)
+            .unwrap()
+            .to_value();
         assert!(b["generationConfig"].get("thinkingConfig").is_none());
-        let b = build_body(&gemini("gemini-2.5-pro"), &ctx, &StreamOptions::new(), g).unwrap();
+        let b = build_body(&gemini("gemini-2.5-pro"), &ctx, &StreamOptions::new(), g)
+            .unwrap()
+            .to_value();
         assert!(b["generationConfig"].get("thinkingConfig").is_none());
     }
 
@@ -669,7 +694,9 @@ mod tests {
         assert_eq!(sigs(1), vec![Some(SKIP_THOUGHT_SIGNATURE.to_owned()), None]);
         assert_eq!(sigs(3), vec![Some("c2ln".to_owned()), None]);
         // Vertex rejects the sentinel (pi 0.73.1 sends none); older Gemini does not need it.
-        let v = build_body(&m, &ctx, &StreamOptions::new(), Flavour::Vertex).unwrap();
+        let v = build_body(&m, &ctx, &StreamOptions::new(), Flavour::Vertex)
+            .unwrap()
+            .to_value();
         assert!(
             v["contents"][1]["parts"][1]
                 .get("thoughtSignature")
@@ -769,7 +796,9 @@ mod tests {
                 vec![Content::text("ok")],
                 false,
             ));
-        let b = build_body(&claude, &ctx, &StreamOptions::new(), Flavour::Vertex).unwrap();
+        let b = build_body(&claude, &ctx, &StreamOptions::new(), Flavour::Vertex)
+            .unwrap()
+            .to_value();
         assert_eq!(
             b["contents"][1]["parts"][0]["functionCall"]["id"],
             "call_1_fc_x_y"

@@ -61,7 +61,22 @@ fn redirect_error(status: reqwest::StatusCode, from: &reqwest::Url, headers: &He
 pub struct HttpRequest {
     url: String,
     headers: Vec<(String, String)>,
-    body: Value,
+    body: Body,
+}
+
+/// A request body: a JSON tree, or bytes already serialized from borrowed data.
+enum Body {
+    Json(Value),
+    Encoded(Vec<u8>),
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Json(value) => value.fmt(f),
+            Body::Encoded(bytes) => f.write_str(&String::from_utf8_lossy(bytes)),
+        }
+    }
 }
 
 impl std::fmt::Debug for HttpRequest {
@@ -81,8 +96,44 @@ impl HttpRequest {
         HttpRequest {
             url: url.into(),
             headers: Vec::new(),
-            body,
+            body: Body::Json(body),
         }
+    }
+
+    /// A JSON `POST` to `url` whose body is serialized from `body` now.
+    ///
+    /// Cheaper than [`post_json`](Self::post_json) when the body would borrow from the call's
+    /// context (tool schemas, message text): nothing is copied into a [`Value`] tree first.
+    /// When the call has an `on_payload` hook, the bytes are read back into a `Value` for it,
+    /// so the hook sees the same body either way. A value serde cannot encode (a map with
+    /// non-string keys, say) is an [`ErrorKind::Config`] error.
+    ///
+    /// ```
+    /// use pi_engine::providers::http::HttpRequest;
+    ///
+    /// #[derive(serde::Serialize)]
+    /// struct Generate<'a> {
+    ///     prompt: &'a str,
+    ///     n: u32,
+    /// }
+    ///
+    /// let prompt = String::from("hello");
+    /// let request = HttpRequest::post_serialized(
+    ///     "https://api.example.com/v1/generate",
+    ///     &Generate { prompt: &prompt, n: 1 },
+    /// )?;
+    /// assert!(format!("{request:?}").contains(r#"{"prompt":"hello","n":1}"#));
+    /// # Ok::<(), pi_engine::Error>(())
+    /// ```
+    pub fn post_serialized(
+        url: impl Into<String>,
+        body: &impl serde::Serialize,
+    ) -> Result<Self, Error> {
+        Ok(HttpRequest {
+            url: url.into(),
+            headers: Vec::new(),
+            body: Body::Encoded(encode(body)?),
+        })
     }
 
     /// Adds a provider header (replaced by a model or options header of the same name).
@@ -94,8 +145,11 @@ impl HttpRequest {
 
     /// The JSON body as built by the provider (before `on_payload`).
     #[cfg(test)]
-    pub(crate) fn body(&self) -> &Value {
-        &self.body
+    pub(crate) fn body(&self) -> Value {
+        match &self.body {
+            Body::Json(value) => value.clone(),
+            Body::Encoded(bytes) => serde_json::from_slice(bytes).expect("a JSON body"),
+        }
     }
 
     /// The URL and the provider's own headers (before the model's and the options').
@@ -113,12 +167,7 @@ impl HttpRequest {
 
     /// Applies the shared steps; an unusable URL or header is a [`ErrorKind::Config`] error.
     pub(crate) fn prepare(self, model: &Model, options: &StreamOptions) -> Result<Prepared, Error> {
-        let url = reqwest::Url::parse(&self.url).map_err(|e| {
-            Error::new(
-                ErrorKind::Config,
-                format!("Invalid base URL for model {}: {e}", model.id),
-            )
-        })?;
+        let url = parse_url(&self.url, model)?;
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let key = options.api_key.as_ref().map(|k| k.expose());
@@ -138,12 +187,18 @@ impl HttpRequest {
             }
             headers.insert(header, header_value);
         }
-        let mut body = self.body;
-        if let Some(hook) = &options.on_payload {
-            hook.call(&mut body);
-        }
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| Error::new(ErrorKind::Config, format!("Cannot encode request: {e}")))?;
+        let body = match (self.body, &options.on_payload) {
+            (Body::Encoded(bytes), None) => bytes,
+            (Body::Json(value), None) => encode(&value)?,
+            (body, Some(hook)) => {
+                let mut value = match body {
+                    Body::Json(value) => value,
+                    Body::Encoded(bytes) => serde_json::from_slice(&bytes).map_err(encode_error)?,
+                };
+                hook.call(&mut value);
+                encode(&value)?
+            }
+        };
         let mut retry = options.retry_policy();
         // pi's `maxRetries` option, when no policy was set in Rust.
         if options.retry.is_none()
@@ -167,6 +222,42 @@ impl HttpRequest {
             transport: options.transport.clone().unwrap_or_else(default_transport),
         })
     }
+}
+
+/// `text` parsed, reusing this thread's last parse when `text` is its serialization: every
+/// request of a conversation goes to one URL, and parsing it (the host's validation
+/// included) cost as much as building a small request's headers. A URL that is not in its
+/// normalized form is parsed every time.
+fn parse_url(text: &str, model: &Model) -> Result<reqwest::Url, Error> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<reqwest::Url>> = const { std::cell::RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some(url) = last.as_ref().filter(|url| url.as_str() == text) {
+            return Ok(url.clone());
+        }
+        let url = reqwest::Url::parse(text).map_err(|e| {
+            Error::new(
+                ErrorKind::Config,
+                format!("Invalid base URL for model {}: {e}", model.id),
+            )
+        })?;
+        *last = Some(url.clone());
+        Ok(url)
+    })
+}
+
+/// `body` as JSON, into a buffer large enough for a typical request at once (serde starts
+/// from 128 bytes and regrows).
+fn encode(body: &impl serde::Serialize) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::with_capacity(4096);
+    serde_json::to_writer(&mut out, body).map_err(encode_error)?;
+    Ok(out)
+}
+
+fn encode_error(e: serde_json::Error) -> Error {
+    Error::new(ErrorKind::Config, format!("Cannot encode request: {e}"))
 }
 
 fn bad_header(name: &str) -> Error {
@@ -529,5 +620,49 @@ mod tests {
             .prepare(&model, &options)
             .unwrap();
         assert_eq!(&p.body[..], br#"{"a":1,"added":true}"#);
+        // A body serialized up front is read back for the hook, in its own key order.
+        #[derive(serde::Serialize)]
+        struct Body<'a> {
+            z: &'a str,
+            a: f64,
+        }
+        let p = HttpRequest::post_serialized("http://127.0.0.1:9/v1", &Body { z: "x", a: 0.7 })
+            .unwrap()
+            .prepare(&model, &options)
+            .unwrap();
+        assert_eq!(&p.body[..], br#"{"z":"x","a":0.7,"added":true}"#);
+        let p = HttpRequest::post_serialized("http://127.0.0.1:9/v1", &Body { z: "x", a: 0.7 })
+            .unwrap()
+            .prepare(&model, &StreamOptions::new())
+            .unwrap();
+        assert_eq!(&p.body[..], br#"{"z":"x","a":0.7}"#);
+    }
+
+    #[test]
+    fn a_parsed_url_is_reused_only_for_the_same_text() {
+        let model = Model::new("m", "x", "p", "");
+        let a = parse_url("http://127.0.0.1:9/v1/messages", &model).unwrap();
+        assert_eq!(
+            parse_url("http://127.0.0.1:9/v1/messages", &model).unwrap(),
+            a
+        );
+        let b = parse_url("http://127.0.0.1:9/v1/other", &model).unwrap();
+        assert_eq!(b.path(), "/v1/other");
+        // Not in normalized form: parsed (and normalized) every time.
+        let c = parse_url("HTTP://LOCALHOST:9/a/../b", &model).unwrap();
+        assert_eq!(c.as_str(), "http://localhost:9/b");
+        assert_eq!(parse_url("HTTP://LOCALHOST:9/a/../b", &model).unwrap(), c);
+        let error = parse_url("not a url", &model).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Config);
+        assert!(parse_url("http://127.0.0.1:9/v1/messages", &model).is_ok());
+    }
+
+    #[test]
+    fn a_body_serde_cannot_encode_is_a_config_error() {
+        let mut map = std::collections::BTreeMap::new();
+        map.insert(vec![1u8], 1);
+        let error = HttpRequest::post_serialized("http://127.0.0.1:9/v1", &map).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Config);
+        assert!(error.message().contains("Cannot encode request"), "{error}");
     }
 }

@@ -1,5 +1,6 @@
 //! Request encoding: the body, URL and headers pi-ai 0.73.1 sends to `/chat/completions`.
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::compat::{CacheControlFormat, OpenAiCompletionsCompat, ThinkingFormat, truthy};
@@ -11,6 +12,7 @@ use crate::llm::message::{
 use crate::llm::model::Model;
 use crate::llm::options::{ApiKey, CacheRetention, OpenAiCompletionsOptions, StreamOptions};
 use crate::llm::thinking::ThinkingLevel;
+use crate::providers::body::{TOOLS, WithTools};
 use crate::providers::http::HttpRequest;
 use crate::providers::http::cloudflare;
 use crate::providers::http::copilot::copilot_headers;
@@ -83,7 +85,8 @@ pub(super) fn build_request(
         model.base_url.clone()
     };
     let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
-    let mut request = HttpRequest::post_json(url, body).header("accept", "application/json");
+    let mut request =
+        HttpRequest::post_serialized(url, &body)?.header("accept", "application/json");
     match &key {
         // A keyless model: no credentials.
         None => {}
@@ -110,14 +113,14 @@ pub(super) fn build_request(
 }
 
 /// pi's `buildParams`, keys in pi's order.
-fn build_body(
+fn build_body<'a>(
     model: &Model,
-    context: &Context,
+    context: &'a Context,
     options: &StreamOptions,
     opts: &OpenAiCompletionsOptions,
     compat: &OpenAiCompletionsCompat,
     retention: CacheRetention,
-) -> Value {
+) -> WithTools<Vec<FunctionTool<'a>>> {
     let mut messages = convert_messages(model, context, compat);
     let long = retention == CacheRetention::Long && compat.supports_long_cache_retention;
     let mut body = Map::new();
@@ -160,10 +163,9 @@ fn build_body(
         apply_anthropic_cache_control(&mut messages, tools.as_deref_mut(), &cache);
     }
     body.insert("messages".into(), Value::Array(messages));
-    if let Some(tools) = tools.take() {
-        let has_tools = !tools.is_empty();
-        body.insert("tools".into(), Value::Array(tools));
-        if has_tools && compat.zai_tool_stream {
+    if let Some(list) = &tools {
+        body.insert(TOOLS.into(), Value::Null);
+        if !list.is_empty() && compat.zai_tool_stream {
             body.insert("tool_stream".into(), true.into());
         }
     }
@@ -187,7 +189,7 @@ fn build_body(
     {
         body.insert("providerOptions".into(), json!({"gateway": gateway}));
     }
-    Value::Object(body)
+    WithTools { body, tools }
 }
 
 /// A number as JavaScript writes it: `1`, not `1.0`.
@@ -285,18 +287,37 @@ fn has_tool_history(messages: &[Message]) -> bool {
     })
 }
 
-fn convert_tools(tools: &[Tool], compat: &OpenAiCompletionsCompat) -> Vec<Value> {
+/// One entry of `tools`: `{"type": "function", "function": {…}}`, borrowing the tool.
+#[derive(Debug, Serialize)]
+pub(super) struct FunctionTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<Value>,
+}
+
+#[derive(Debug, Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<bool>,
+}
+
+fn convert_tools<'a>(tools: &'a [Tool], compat: &OpenAiCompletionsCompat) -> Vec<FunctionTool<'a>> {
     tools
         .iter()
-        .map(|tool| {
-            let mut function = Map::new();
-            function.insert("name".into(), tool.name.clone().into());
-            function.insert("description".into(), tool.description.clone().into());
-            function.insert("parameters".into(), tool.parameters.clone());
-            if compat.supports_strict_mode {
-                function.insert("strict".into(), false.into());
-            }
-            json!({"type": "function", "function": function})
+        .map(|tool| FunctionTool {
+            kind: "function",
+            function: Function {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.parameters,
+                strict: compat.supports_strict_mode.then_some(false),
+            },
+            cache_control: None,
         })
         .collect()
 }
@@ -578,7 +599,7 @@ fn cache_control(compat: &OpenAiCompletionsCompat, retention: CacheRetention) ->
 /// with text.
 fn apply_anthropic_cache_control(
     messages: &mut [Value],
-    tools: Option<&mut [Value]>,
+    tools: Option<&mut [FunctionTool<'_>]>,
     cache: &Value,
 ) {
     if let Some(system) = messages
@@ -587,10 +608,8 @@ fn apply_anthropic_cache_control(
     {
         mark_text(system, cache);
     }
-    if let Some(last) = tools.and_then(|t| t.last_mut())
-        && let Value::Object(tool) = last
-    {
-        tool.insert("cache_control".into(), cache.clone());
+    if let Some(last) = tools.and_then(|t| t.last_mut()) {
+        last.cache_control = Some(cache.clone());
     }
     for message in messages.iter_mut().rev() {
         if matches!(message["role"].as_str(), Some("user" | "assistant"))
@@ -651,7 +670,7 @@ mod tests {
     ) -> (Value, Vec<(String, String)>, String) {
         let request = build_request(model, ctx, options).unwrap();
         let (url, headers) = request.parts();
-        (request.body().clone(), headers.to_vec(), url.to_owned())
+        (request.body(), headers.to_vec(), url.to_owned())
     }
 
     fn body(model: &Model, ctx: &Context, options: &StreamOptions) -> Value {

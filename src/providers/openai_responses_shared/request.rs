@@ -385,20 +385,30 @@ pub(crate) fn convert_messages(
     Ok(items)
 }
 
-/// The `tools` parameter: function tools with the given `strict` (`false`; Codex: `null`).
-pub(crate) fn convert_tools(tools: &[Tool], strict: &Value) -> Vec<Value> {
+/// The `tools` parameter: function tools with the given `strict` (`Some(false)`; Codex:
+/// `None`, sent as `null`), borrowing each tool's schema.
+pub(crate) fn convert_tools(tools: &[Tool], strict: Option<bool>) -> Vec<FunctionTool<'_>> {
     tools
         .iter()
-        .map(|tool| {
-            json!({
-                "type": "function",
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool.parameters,
-                "strict": strict,
-            })
+        .map(|tool| FunctionTool {
+            kind: "function",
+            name: &tool.name,
+            description: &tool.description,
+            parameters: &tool.parameters,
+            strict,
         })
         .collect()
+}
+
+/// One entry of `tools`.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct FunctionTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+    strict: Option<bool>,
 }
 
 #[cfg(test)]
