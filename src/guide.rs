@@ -12,3 +12,7 @@ pub mod agent {}
 
 #[doc = include_str!("../docs/session.md")]
 pub mod session {}
+
+#[cfg(feature = "tools")]
+#[doc = include_str!("../docs/tools.md")]
+pub mod tools {}

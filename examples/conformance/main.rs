@@ -7,6 +7,7 @@
 //! conformance agent-loop <turns>
 //! conformance session-context <file.jsonl> [--branch ID|null]
 //! conformance session-load <file.jsonl>
+//! conformance tool <request.json>
 //! ```
 
 use std::process::ExitCode;
@@ -14,10 +15,11 @@ use std::process::ExitCode;
 mod agent;
 mod session;
 mod stream;
+mod tool;
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: conformance stream <request.json>\n       conformance agent-scenario <scenarios.json> <name> --requests <file>\n       conformance agent-loop <turns>\n       conformance session-context <file.jsonl> [--branch ID|null]\n       conformance session-load <file.jsonl>"
+        "usage: conformance stream <request.json>\n       conformance agent-scenario <scenarios.json> <name> --requests <file>\n       conformance agent-loop <turns>\n       conformance session-context <file.jsonl> [--branch ID|null]\n       conformance session-load <file.jsonl>\n       conformance tool <request.json>"
     );
     ExitCode::from(2)
 }
@@ -33,6 +35,7 @@ async fn main() -> ExitCode {
         Some("agent-loop") if args.len() == 2 => agent::agent_loop(&args[1]).await,
         Some("session-context") => session::context(&args[1..]),
         Some("session-load") => session::load(&args[1..]),
+        Some("tool") if args.len() == 2 => tool::run(&args[1]).await,
         _ => return usage(),
     };
     match result {

@@ -160,6 +160,14 @@ impl AgentMessage {
         }
     }
 
+    /// The tool result, if this is one.
+    pub fn as_tool_result(&self) -> Option<&ToolResultMessage> {
+        match self {
+            AgentMessage::ToolResult(m) => Some(m),
+            _ => None,
+        }
+    }
+
     /// The custom message, if this is one.
     pub fn as_custom(&self) -> Option<&CustomMessage> {
         match self {

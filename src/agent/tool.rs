@@ -176,6 +176,18 @@ pub trait AgentTool: Send + Sync + 'static {
         self.name()
     }
 
+    /// One line for the system prompt's list of tools (pi's `promptSnippet`): what the tool
+    /// is for, in a few words. `None`, the default, leaves the tool out of that list.
+    fn prompt_snippet(&self) -> Option<&str> {
+        None
+    }
+
+    /// Rules for using the tool well, added to the system prompt's guidelines (pi's
+    /// `promptGuidelines`). Empty by default.
+    fn prompt_guidelines(&self) -> &[String] {
+        &[]
+    }
+
     /// Forces a batch containing a call of this tool to run sequentially. `None` (the default)
     /// follows the agent's setting.
     fn execution_mode(&self) -> Option<ToolExecutionMode> {
