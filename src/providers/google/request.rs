@@ -264,7 +264,7 @@ fn convert_messages(model: &Model, context: &Context, flavour: Flavour) -> Vec<V
         match message.as_ref() {
             Message::User(user) => match &user.content {
                 UserContent::Text(text) => {
-                    contents.push(json!({"role": "user", "parts": [{"text": text}]}));
+                    contents.push(json!({"parts": [{"text": text}], "role": "user"}));
                 }
                 UserContent::Blocks(blocks) => {
                     let parts: Vec<Value> = blocks
@@ -279,7 +279,7 @@ fn convert_messages(model: &Model, context: &Context, flavour: Flavour) -> Vec<V
                         })
                         .collect();
                     if !parts.is_empty() {
-                        contents.push(json!({"role": "user", "parts": parts}));
+                        contents.push(json!({"parts": parts, "role": "user"}));
                     }
                 }
             },
@@ -343,7 +343,7 @@ fn convert_messages(model: &Model, context: &Context, flavour: Flavour) -> Vec<V
                     }
                 }
                 if !parts.is_empty() {
-                    contents.push(json!({"role": "model", "parts": parts}));
+                    contents.push(json!({"parts": parts, "role": "model"}));
                 }
             }
             Message::ToolResult(result) => {
@@ -396,12 +396,12 @@ fn convert_messages(model: &Model, context: &Context, flavour: Flavour) -> Vec<V
                     _ => false,
                 };
                 if !merged {
-                    contents.push(json!({"role": "user", "parts": [part]}));
+                    contents.push(json!({"parts": [part], "role": "user"}));
                 }
                 if !images.is_empty() && !inline_images {
                     let mut parts = vec![json!({"text": TOOL_RESULT_IMAGE})];
                     parts.extend(images);
-                    contents.push(json!({"role": "user", "parts": parts}));
+                    contents.push(json!({"parts": parts, "role": "user"}));
                 }
             }
         }
