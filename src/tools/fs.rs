@@ -260,11 +260,15 @@ impl FileSystem for LocalFs {
     }
 
     async fn write(&self, path: &Path, contents: &[u8]) -> io::Result<()> {
-        let (a, b) = (contents.to_owned(), contents.to_owned());
+        // One copy to move to the blocking pool, shared by whichever branch runs.
+        let (a, b): (Arc<[u8]>, Arc<[u8]>) = {
+            let data: Arc<[u8]> = contents.into();
+            (data.clone(), data)
+        };
         self.run(
             path,
-            move |p| std::fs::write(p, a),
-            move |d, p| d.write(p, b).map_err(|e| escaped(e, p)),
+            move |p| std::fs::write(p, &a),
+            move |d, p| d.write(p, &b).map_err(|e| escaped(e, p)),
         )
         .await
     }
