@@ -180,6 +180,7 @@ impl AgentTool for EditTool {
             () = cancel.cancelled() => return Err(fail(ABORTED)),
             guard = lock_file(self.fs.as_ref(), &absolute) => guard,
         };
+        super::check_size(self.fs.as_ref(), &absolute, &path).await?;
         let read = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(fail(ABORTED)),

@@ -115,5 +115,27 @@ pub(crate) fn fail(text: impl Into<String>) -> crate::agent::ToolError {
     text.into().into()
 }
 
+/// The largest file `read` and `edit` load (they hold it whole, as pi's do): past it they
+/// refuse with a clear error instead of exhausting memory (node gives up near 512 MB too,
+/// with an error about string length).
+pub const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
+
+/// The error for a file over [`MAX_FILE_BYTES`], or `Ok` (also when its size is unknown: the
+/// read that follows reports a missing file in the tool's own words).
+pub(crate) async fn check_size(
+    fs: &dyn FileSystem,
+    path: &std::path::Path,
+    shown: &str,
+) -> Result<(), crate::agent::ToolError> {
+    match fs.metadata(path).await {
+        Ok(m) if m.len > MAX_FILE_BYTES => Err(fail(format!(
+            "{shown} is {}, more than the {} this tool loads. Use bash to look at part of it (head, tail, sed -n 'A,Bp').",
+            format_size(usize::try_from(m.len).unwrap_or(usize::MAX)),
+            format_size(MAX_FILE_BYTES as usize)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// pi's text for a call cut short by an abort.
 pub(crate) const ABORTED: &str = "Operation aborted";

@@ -95,6 +95,7 @@ impl ReadTool {
             .metadata(&path)
             .await
             .map_err(|e| fail(node_error(&e, "access", &path)))?;
+        super::check_size(self.fs.as_ref(), &path, raw).await?;
         let bytes = self
             .fs
             .read(&path)
@@ -434,6 +435,36 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "EISDIR: illegal operation on a directory, read"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_file_over_the_cap_is_refused_not_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        // Sparse: no disk space, no memory.
+        let f = std::fs::File::create(dir.path().join("huge.log")).unwrap();
+        f.set_len(super::super::MAX_FILE_BYTES + 1).unwrap();
+        let err = call(&ReadTool::new(dir.path()), json!({"path": "huge.log"}))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "huge.log is 512.0MB, more than the 512.0MB this tool loads. Use bash to look at part of it (head, tail, sed -n 'A,Bp')."
+        );
+        let args = json!({"path": "huge.log", "edits": [{"oldText": "a", "newText": "b"}]});
+        let err = crate::tools::EditTool::new(dir.path())
+            .execute(
+                "c",
+                args.as_object().unwrap().clone(),
+                CancellationToken::new(),
+                ToolUpdates::disconnected(),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("huge.log is 512.0MB, more than"),
+            "{err}"
         );
     }
 
