@@ -1152,24 +1152,6 @@ mod tests {
     }
 
     #[test]
-    fn definition_is_pis() {
-        let want: Value =
-            serde_json::from_str(include_str!("../../tests/tools/pi-definitions.json")).unwrap();
-        let want = &want["bash"];
-        let tool = BashTool::new(".");
-        let def = tool.definition();
-        assert_eq!(def.name, want["name"]);
-        assert_eq!(def.description, want["description"]);
-        assert_eq!(
-            serde_json::to_string(&def.parameters).unwrap(),
-            serde_json::to_string(&want["parameters"]).unwrap()
-        );
-        assert_eq!(tool.label(), want["label"]);
-        assert_eq!(tool.prompt_snippet(), want["promptSnippet"].as_str());
-        assert!(tool.prompt_guidelines().is_empty());
-    }
-
-    #[test]
     fn a_default_timeout_is_named_in_the_schema() {
         let tool = BashTool::new(".").with_default_timeout(Duration::from_secs(90));
         assert_eq!(

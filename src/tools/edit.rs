@@ -13,7 +13,7 @@ use super::edit_diff::{self, Edit};
 use super::fs::{FileSystem, LocalFs, error_code};
 use super::path::resolve_to_cwd;
 use super::queue::lock_file;
-use super::{ABORTED, Spec, fail};
+use super::{ABORTED, Spec, abortable, fail};
 use crate::agent::{AgentTool, AgentToolResult, ToolError, ToolUpdates};
 
 /// The `edit` tool: replaces exact text in a file, one or more disjoint regions per call.
@@ -175,18 +175,11 @@ impl AgentTool for EditTool {
     ) -> Result<AgentToolResult, ToolError> {
         let (path, edits) = parse_args(&args)?;
         let absolute = resolve_to_cwd(&path, &self.cwd);
-        let _turn = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(fail(ABORTED)),
-            guard = lock_file(self.fs.as_ref(), &absolute) => guard,
-        };
+        let _turn = abortable(&cancel, lock_file(self.fs.as_ref(), &absolute)).await?;
         super::check_size(self.fs.as_ref(), &absolute, &path).await?;
-        let read = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Err(fail(ABORTED)),
-            read = self.fs.read(&absolute) => read,
-        };
-        let raw = read.map_err(|e| fail(access_error(&path, &e)))?;
+        let raw = abortable(&cancel, self.fs.read(&absolute))
+            .await?
+            .map_err(|e| fail(access_error(&path, &e)))?;
         let count = edits.len();
         // Matching and diffing are linear in the file but may take a while on a big one:
         // off the async threads.
@@ -234,36 +227,6 @@ mod tests {
         )
         .await
         .map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn definition_is_pis() {
-        let defs: Value = serde_json::from_str(
-            &std::fs::read_to_string(
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("tests/tools/pi-definitions.json"),
-            )
-            .unwrap(),
-        )
-        .unwrap();
-        let pi = &defs["edit"];
-        let tool = EditTool::new(".");
-        let def = tool.definition();
-        assert_eq!(def.name, "edit");
-        assert_eq!(tool.label(), pi["label"]);
-        assert_eq!(def.description, pi["description"]);
-        assert_eq!(
-            serde_json::to_string(&def.parameters).unwrap(),
-            serde_json::to_string(&pi["parameters"]).unwrap()
-        );
-        assert_eq!(tool.prompt_snippet(), pi["promptSnippet"].as_str());
-        let guidelines: Vec<&str> = pi["promptGuidelines"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|g| g.as_str().unwrap())
-            .collect();
-        assert_eq!(tool.prompt_guidelines(), guidelines);
     }
 
     #[tokio::test]
@@ -394,51 +357,13 @@ mod tests {
         assert_eq!(after.lines().count(), 2000);
     }
 
-    /// A file system in memory, to check that the tool goes through the one it is given.
-    #[derive(Debug, Default)]
-    struct MemFs(std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Vec<u8>>>);
-
-    #[async_trait]
-    impl FileSystem for MemFs {
-        async fn read(&self, path: &std::path::Path) -> io::Result<Vec<u8>> {
-            self.0
-                .lock()
-                .unwrap()
-                .get(path)
-                .cloned()
-                .ok_or_else(|| io::ErrorKind::NotFound.into())
-        }
-        async fn write(&self, path: &std::path::Path, contents: &[u8]) -> io::Result<()> {
-            self.0
-                .lock()
-                .unwrap()
-                .insert(path.to_owned(), contents.to_owned());
-            Ok(())
-        }
-        async fn create_dir_all(&self, _path: &std::path::Path) -> io::Result<()> {
-            Ok(())
-        }
-        async fn metadata(&self, path: &std::path::Path) -> io::Result<super::super::fs::Metadata> {
-            let len = self.read(path).await?.len() as u64;
-            Ok(super::super::fs::Metadata::new(
-                super::super::fs::FileKind::File,
-                len,
-            ))
-        }
-        async fn read_dir(
-            &self,
-            _path: &std::path::Path,
-        ) -> io::Result<Vec<super::super::fs::DirEntry>> {
-            Ok(Vec::new())
-        }
-    }
-
     #[tokio::test]
     async fn edits_through_the_given_file_system() {
-        let fs = Arc::new(MemFs::default());
-        fs.write(std::path::Path::new("/mem/a.txt"), b"one two\n")
-            .await
-            .unwrap();
+        // In memory, to check that the tool goes through the file system it is given.
+        let fs = Arc::new(crate::tools::search::tests::MemFs::with(&[(
+            "/mem/a.txt",
+            "one two\n",
+        )]));
         let tool = EditTool::new("/mem").with_fs(fs.clone());
         let r = run(
             &tool,

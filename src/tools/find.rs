@@ -564,18 +564,4 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.to_string(), "Not a directory: /p/notes.md");
     }
-
-    #[test]
-    fn the_definition_is_pis() {
-        let defs: Value =
-            serde_json::from_str(include_str!("../../tests/tools/pi-definitions.json")).unwrap();
-        let tool = FindTool::new(".");
-        let pi = &defs["find"];
-        assert_eq!(tool.definition().description, pi["description"]);
-        assert_eq!(
-            serde_json::to_string(&tool.definition().parameters).unwrap(),
-            serde_json::to_string(&pi["parameters"]).unwrap()
-        );
-        assert_eq!(tool.prompt_snippet(), pi["promptSnippet"].as_str());
-    }
 }

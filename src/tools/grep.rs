@@ -1018,19 +1018,4 @@ mod tests {
         });
         assert_eq!(job.await.unwrap_err().to_string(), ABORTED);
     }
-
-    #[test]
-    fn the_definition_is_pis() {
-        let defs: Value =
-            serde_json::from_str(include_str!("../../tests/tools/pi-definitions.json")).unwrap();
-        let tool = GrepTool::new(".");
-        let pi = &defs["grep"];
-        assert_eq!(tool.definition().description, pi["description"]);
-        assert_eq!(
-            serde_json::to_string(&tool.definition().parameters).unwrap(),
-            serde_json::to_string(&pi["parameters"]).unwrap()
-        );
-        assert_eq!(tool.prompt_snippet(), pi["promptSnippet"].as_str());
-        assert!(tool.prompt_guidelines().is_empty());
-    }
 }

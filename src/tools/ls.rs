@@ -16,7 +16,7 @@ use unicode_normalization::char::is_combining_mark;
 use super::fs::{DirEntry, FileKind, FileSystem, LocalFs, node_error};
 use super::search;
 use super::truncate::{DEFAULT_MAX_BYTES, format_size, truncate_head};
-use super::{ABORTED, Spec, fail};
+use super::{Spec, abortable, fail};
 use crate::agent::{AgentTool, AgentToolResult, ToolError, ToolUpdates};
 
 /// Entries `ls` returns at most unless the call says otherwise.
@@ -110,18 +110,12 @@ impl AgentTool for LsTool {
         cancel: CancellationToken,
         _updates: ToolUpdates,
     ) -> Result<AgentToolResult, ToolError> {
-        if cancel.is_cancelled() {
-            return Err(fail(ABORTED));
-        }
         let path = search::str_arg(&args, "path")
             .filter(|p| !p.is_empty())
             .unwrap_or(".");
         let dir = super::path::resolve_to_cwd(path, &self.cwd);
         let limit = search::limit_arg(&args, "limit", DEFAULT_LIMIT);
-        tokio::select! {
-            _ = cancel.cancelled() => Err(fail(ABORTED)),
-            result = list(&*self.fs, &dir, limit) => result,
-        }
+        abortable(&cancel, list(&*self.fs, &dir, limit)).await?
     }
 }
 
@@ -378,19 +372,5 @@ mod tests {
         sort_entries(&mut entries);
         let sorted: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(sorted, node);
-    }
-
-    #[test]
-    fn the_definition_is_pis() {
-        let defs: Value =
-            serde_json::from_str(include_str!("../../tests/tools/pi-definitions.json")).unwrap();
-        let tool = LsTool::new(".");
-        let pi = &defs["ls"];
-        assert_eq!(tool.definition().description, pi["description"]);
-        assert_eq!(
-            serde_json::to_string(&tool.definition().parameters).unwrap(),
-            serde_json::to_string(&pi["parameters"]).unwrap()
-        );
-        assert_eq!(tool.prompt_snippet(), pi["promptSnippet"].as_str());
     }
 }

@@ -137,5 +137,18 @@ pub(crate) async fn check_size(
     }
 }
 
+/// `fut`'s output, or the "Operation aborted" error as soon as `cancel` fires. The token is
+/// checked first, so a call cancelled before it starts never polls `fut` (never starts it).
+pub(crate) async fn abortable<T>(
+    cancel: &tokio_util::sync::CancellationToken,
+    fut: impl std::future::Future<Output = T>,
+) -> Result<T, crate::agent::ToolError> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(fail(ABORTED)),
+        out = fut => Ok(out),
+    }
+}
+
 /// pi's text for a call cut short by an abort.
 pub(crate) const ABORTED: &str = "Operation aborted";

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::fs::{FileSystem, LocalFs, node_error};
 use super::path::resolve_read_path;
 use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head};
-use super::{ABORTED, Spec, fail};
+use super::{Spec, abortable, fail};
 use crate::agent::{AgentTool, AgentToolResult, ToolError, ToolUpdates};
 use crate::llm::message::Content;
 
@@ -390,13 +390,7 @@ impl AgentTool for ReadTool {
         cancel: CancellationToken,
         _updates: ToolUpdates,
     ) -> Result<AgentToolResult, ToolError> {
-        if cancel.is_cancelled() {
-            return Err(fail(ABORTED));
-        }
-        tokio::select! {
-            result = self.run(&args) => result,
-            () = cancel.cancelled() => Err(fail(ABORTED)),
-        }
+        abortable(&cancel, self.run(&args)).await?
     }
 }
 
@@ -404,15 +398,7 @@ impl AgentTool for ReadTool {
 mod tests {
     use super::*;
 
-    async fn call(tool: &ReadTool, args: Value) -> Result<AgentToolResult, ToolError> {
-        tool.execute(
-            "c",
-            args.as_object().unwrap().clone(),
-            CancellationToken::new(),
-            ToolUpdates::disconnected(),
-        )
-        .await
-    }
+    use crate::tools::search::tests::call;
 
     #[tokio::test]
     async fn offset_past_the_end_and_missing_files() {

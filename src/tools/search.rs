@@ -169,15 +169,11 @@ pub(super) async fn run_blocking<T: Send + 'static>(
 ) -> Result<T, ToolError> {
     let token = cancel.clone();
     let task = tokio::task::spawn_blocking(move || job(&token));
-    // Biased: when the job ends because it saw the token, the call is aborted, not done.
-    tokio::select! {
-        biased;
-        _ = cancel.cancelled() => Err(fail(ABORTED)),
-        joined = task => match joined {
-            Ok(_) if cancel.is_cancelled() => Err(fail(ABORTED)),
-            Ok(result) => result,
-            Err(e) => Err(fail(format!("search failed: {e}"))),
-        },
+    match super::abortable(cancel, task).await? {
+        // The job ended because it saw the token: the call is aborted, not done.
+        Ok(_) if cancel.is_cancelled() => Err(fail(ABORTED)),
+        Ok(result) => result,
+        Err(e) => Err(fail(format!("search failed: {e}"))),
     }
 }
 

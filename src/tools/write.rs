@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::fs::{FileSystem, LocalFs, node_error};
 use super::path::resolve_to_cwd;
 use super::queue::lock_file;
-use super::{ABORTED, Spec, fail};
+use super::{ABORTED, Spec, abortable, fail};
 use crate::agent::{AgentTool, AgentToolResult, ToolError, ToolUpdates};
 
 /// The `write` tool. Writes to one file take turns with `edit`s of it ([`lock_file`]).
@@ -93,13 +93,7 @@ impl AgentTool for WriteTool {
         let raw = args.get("path").and_then(Value::as_str).unwrap_or("");
         let content = args.get("content").and_then(Value::as_str).unwrap_or("");
         let path = resolve_to_cwd(raw, &self.cwd);
-        let _turn = tokio::select! {
-            guard = lock_file(self.fs.as_ref(), &path) => guard,
-            () = cancel.cancelled() => return Err(fail(ABORTED)),
-        };
-        if cancel.is_cancelled() {
-            return Err(fail(ABORTED));
-        }
+        let _turn = abortable(&cancel, lock_file(self.fs.as_ref(), &path)).await?;
         if let Some(dir) = path.parent() {
             self.fs
                 .create_dir_all(dir)
