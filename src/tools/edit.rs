@@ -176,7 +176,10 @@ impl AgentTool for EditTool {
         let (path, edits) = parse_args(&args)?;
         let absolute = resolve_to_cwd(&path, &self.cwd);
         let _turn = abortable(&cancel, lock_file(self.fs.as_ref(), &absolute)).await?;
-        super::check_size(self.fs.as_ref(), &absolute, &path).await?;
+        // A missing file is left to the read, which reports it in pi's words.
+        if let Ok(meta) = self.fs.metadata(&absolute).await {
+            super::check_size(meta.len, &path)?;
+        }
         let raw = abortable(&cancel, self.fs.read(&absolute))
             .await?
             .map_err(|e| fail(access_error(&path, &e)))?;

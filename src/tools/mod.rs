@@ -120,21 +120,16 @@ pub(crate) fn fail(text: impl Into<String>) -> crate::agent::ToolError {
 /// with an error about string length).
 pub const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
 
-/// The error for a file over [`MAX_FILE_BYTES`], or `Ok` (also when its size is unknown: the
-/// read that follows reports a missing file in the tool's own words).
-pub(crate) async fn check_size(
-    fs: &dyn FileSystem,
-    path: &std::path::Path,
-    shown: &str,
-) -> Result<(), crate::agent::ToolError> {
-    match fs.metadata(path).await {
-        Ok(m) if m.len > MAX_FILE_BYTES => Err(fail(format!(
-            "{shown} is {}, more than the {} this tool loads. Use bash to look at part of it (head, tail, sed -n 'A,Bp').",
-            format_size(usize::try_from(m.len).unwrap_or(usize::MAX)),
-            format_size(MAX_FILE_BYTES as usize)
-        ))),
-        _ => Ok(()),
+/// The error for a file of `len` bytes over [`MAX_FILE_BYTES`], named `shown`.
+pub(crate) fn check_size(len: u64, shown: &str) -> Result<(), crate::agent::ToolError> {
+    if len <= MAX_FILE_BYTES {
+        return Ok(());
     }
+    Err(fail(format!(
+        "{shown} is {}, more than the {} this tool loads. Use bash to look at part of it (head, tail, sed -n 'A,Bp').",
+        format_size(usize::try_from(len).unwrap_or(usize::MAX)),
+        format_size(MAX_FILE_BYTES as usize)
+    )))
 }
 
 /// `fut`'s output, or the "Operation aborted" error as soon as `cancel` fires. The token is

@@ -91,11 +91,9 @@ impl ReadTool {
     async fn run(&self, args: &Map<String, Value>) -> Result<AgentToolResult, ToolError> {
         let raw = args.get("path").and_then(Value::as_str).unwrap_or("");
         let path = resolve_read_path(raw, &self.cwd, self.fs.as_ref()).await;
-        self.fs
-            .metadata(&path)
-            .await
-            .map_err(|e| fail(node_error(&e, "access", &path)))?;
-        super::check_size(self.fs.as_ref(), &path, raw).await?;
+        let meta = self.fs.metadata(&path).await;
+        let meta = meta.map_err(|e| fail(node_error(&e, "access", &path)))?;
+        super::check_size(meta.len, raw)?;
         let bytes = self
             .fs
             .read(&path)
