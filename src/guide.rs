@@ -13,6 +13,9 @@ pub mod agent {}
 #[doc = include_str!("../docs/session.md")]
 pub mod session {}
 
+#[doc = include_str!("../docs/extensions.md")]
+pub mod extensions {}
+
 #[cfg(feature = "tools")]
 #[doc = include_str!("../docs/tools.md")]
 pub mod tools {}

@@ -8,6 +8,7 @@
 
 pub mod agent;
 pub mod agent_session;
+pub mod extensions;
 pub mod guide;
 pub mod llm;
 pub mod prelude;

@@ -38,6 +38,9 @@ pub enum RunOutcome {
     Failed(Error),
     /// The run was aborted.
     Aborted,
+    /// No run: an extension took the input (an `AgentSession` command such as `/plan`, or
+    /// an `input` handler that answered `handled`).
+    Handled,
 }
 
 impl RunOutcome {
@@ -79,12 +82,19 @@ impl RunOutcome {
         }
     }
 
-    /// `Ok` with the stop reason when the model finished; a failure or an abort as `Err`.
+    /// True when an extension took the input and no run was made.
+    pub fn is_handled(&self) -> bool {
+        matches!(self, RunOutcome::Handled)
+    }
+
+    /// `Ok` with the stop reason when the model finished (`stop` for input an extension
+    /// handled); a failure or an abort as `Err`.
     pub fn into_result(self) -> Result<StopReason, RunError> {
         match self {
             RunOutcome::Completed(reason) => Ok(reason),
             RunOutcome::Failed(error) => Err(RunError::Failed(error)),
             RunOutcome::Aborted => Err(RunError::Aborted),
+            RunOutcome::Handled => Ok(StopReason::Stop),
         }
     }
 }

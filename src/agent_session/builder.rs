@@ -11,7 +11,11 @@ use tokio_util::sync::CancellationToken;
 use super::error::AgentSessionError;
 use super::session::{AgentSession, Inner, Parts, ScopedModel, State, TransformFn};
 use super::settings::{AgentSessionSettings, DEFAULT_THINKING_LEVEL};
-use crate::agent::{Agent, AgentHooks, AgentMessage, AgentTool, StreamFn, ToolExecutionMode};
+use crate::agent::{
+    Agent, AgentHooks, AgentMessage, AgentTool, StreamFn, ToolCallDecision, ToolExecutionMode,
+};
+use crate::extensions::runner::ExtensionRunner;
+use crate::extensions::{Extension, ExtensionUi, ToolCallEvent, ToolResultEvent};
 use crate::llm::event_stream::AssistantMessageEventStream;
 use crate::llm::message::Context;
 use crate::llm::model::Model;
@@ -40,6 +44,8 @@ pub struct AgentSessionBuilder {
     transform: Option<Arc<TransformFn>>,
     tool_execution: ToolExecutionMode,
     max_turns: Option<usize>,
+    extensions: Vec<Extension>,
+    extension_ui: Option<Arc<dyn ExtensionUi>>,
 }
 
 impl fmt::Debug for AgentSessionBuilder {
@@ -73,6 +79,8 @@ impl AgentSession {
             transform: None,
             tool_execution: ToolExecutionMode::Parallel,
             max_turns: None,
+            extensions: Vec::new(),
+            extension_ui: None,
         }
     }
 }
@@ -206,6 +214,21 @@ impl AgentSessionBuilder {
         self
     }
 
+    /// An extension ([`crate::extensions`]): its setup runs in [`build`](Self::build), its
+    /// tools join the session's, its handlers take part in every run. Extensions are
+    /// asked in the order they were given.
+    pub fn extension(mut self, extension: Extension) -> Self {
+        self.extensions.push(extension);
+        self
+    }
+
+    /// The UI extensions talk to (dialogs, notifications). Default: [`NoUi`](crate::extensions::NoUi),
+    /// pi's print mode — no person, dialogs answered as cancelled.
+    pub fn extension_ui(mut self, ui: impl ExtensionUi) -> Self {
+        self.extension_ui = Some(Arc::new(ui));
+        self
+    }
+
     /// Builds the session: restores the reopened session's model, thinking level and
     /// context (or writes a new session's first `model_change` and
     /// `thinking_level_change` entries, as pi's SDK does).
@@ -253,7 +276,20 @@ impl AgentSessionBuilder {
         };
         let hooks = self.hooks;
         let system_prompt = self.system_prompt;
-        let tools = self.tools;
+        let mut tools = self.tools;
+        let extensions = if self.extensions.is_empty() {
+            None
+        } else {
+            let ui = self
+                .extension_ui
+                .unwrap_or_else(|| Arc::new(crate::extensions::NoUi));
+            let (runner, ext_tools) = ExtensionRunner::new(&self.extensions, ui);
+            for tool in ext_tools {
+                tools.retain(|t| t.name() != tool.name());
+                tools.push(tool);
+            }
+            Some(runner)
+        };
         let (tool_execution, max_turns) = (self.tool_execution, self.max_turns);
         let agent_for = |weak: &std::sync::Weak<Inner>| {
             let hooks = session_hooks(hooks, weak.clone());
@@ -281,6 +317,7 @@ impl AgentSessionBuilder {
                 options: self.options,
                 transform: self.transform,
                 state,
+                extensions,
             },
         );
         Ok(AgentSession { inner })
@@ -290,6 +327,7 @@ impl AgentSessionBuilder {
 /// The agent's hooks in a session: the application's tool hooks, and the session's stream
 /// function, key resolution, message conversion and context guard.
 fn session_hooks(hooks: AgentHooks, weak: std::sync::Weak<Inner>) -> AgentHooks {
+    let hooks = extension_hooks(hooks, &weak);
     let stream = weak.clone();
     let keys = weak.clone();
     hooks
@@ -314,13 +352,93 @@ fn session_hooks(hooks: AgentHooks, weak: std::sync::Weak<Inner>) -> AgentHooks 
                     return Cow::Borrowed(messages);
                 };
                 let view = inner.guard(messages, cancel).await;
-                match inner.transform.clone() {
+                let view = match inner.transform.clone() {
                     None => view,
                     Some(user) => match view {
                         Cow::Borrowed(m) => user(m, cancel).await,
                         Cow::Owned(v) => Cow::Owned(user(&v, cancel).await.into_owned()),
                     },
+                };
+                match inner.extensions.clone() {
+                    Some(runner) if runner.has_context() => {
+                        let session = AgentSession { inner };
+                        match runner.context(&session, view.to_vec(), cancel).await {
+                            Some(messages) => Cow::Owned(messages),
+                            None => view,
+                        }
+                    }
+                    _ => view,
                 }
+            })
+        })
+}
+
+/// The application's tool hooks, then the extensions' `tool_call` and `tool_result`.
+fn extension_hooks(hooks: AgentHooks, weak: &std::sync::Weak<Inner>) -> AgentHooks {
+    let before = hooks.before_tool_call.clone();
+    let after = hooks.after_tool_call.clone();
+    let (w1, w2) = (weak.clone(), weak.clone());
+    hooks
+        .with_before_tool_call(move |cx| {
+            let before = before.clone();
+            let inner = w1.upgrade();
+            Box::pin(async move {
+                if let Some(before) = before {
+                    let decision = before(cx).await;
+                    if decision != ToolCallDecision::Allow {
+                        return decision;
+                    }
+                }
+                let Some(inner) = inner else {
+                    return ToolCallDecision::Allow;
+                };
+                let Some(runner) = inner.extensions.clone().filter(|r| r.has_tool_call()) else {
+                    return ToolCallDecision::Allow;
+                };
+                let session = AgentSession { inner };
+                let event = ToolCallEvent {
+                    tool_call_id: cx.tool_call.id.clone(),
+                    tool_name: cx.tool_call.name.clone(),
+                    input: cx.args.clone(),
+                };
+                match runner.tool_call(&session, event, cx.cancel).await {
+                    Some((_extension, verdict)) => ToolCallDecision::Block(verdict.reason),
+                    None => ToolCallDecision::Allow,
+                }
+            })
+        })
+        .with_after_tool_call(move |cx| {
+            let after = after.clone();
+            let inner = w2.upgrade();
+            Box::pin(async move {
+                let mut patch = match after {
+                    Some(after) => after(cx).await,
+                    None => None,
+                };
+                let Some(inner) = inner else {
+                    return patch;
+                };
+                let Some(runner) = inner.extensions.clone().filter(|r| r.has_tool_result()) else {
+                    return patch;
+                };
+                let session = AgentSession { inner };
+                let current = patch.clone().unwrap_or_default();
+                let event = ToolResultEvent {
+                    tool_call_id: cx.tool_call.id.clone(),
+                    tool_name: cx.tool_call.name.clone(),
+                    input: cx.args.clone(),
+                    content: current.content.unwrap_or_else(|| cx.result.content.clone()),
+                    details: current.details.unwrap_or_else(|| cx.result.details.clone()),
+                    is_error: current.is_error.unwrap_or(cx.is_error),
+                };
+                if let Some(p) = runner.tool_result(&session, event, cx.cancel).await {
+                    let mut out = patch.take().unwrap_or_default();
+                    out.content = p.content;
+                    out.details = p.details;
+                    out.is_error = p.is_error;
+                    patch = Some(out);
+                }
+                patch
             })
         })
 }

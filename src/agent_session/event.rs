@@ -137,6 +137,17 @@ pub enum SessionEvent {
         /// The new level.
         level: ThinkingLevel,
     },
+    /// An extension's handler failed: returned an error, panicked or passed its deadline
+    /// (pi's `extension_error`). The session went on as if it had returned nothing (a
+    /// failed `tool_call` handler blocked its call).
+    ExtensionError {
+        /// The extension's name.
+        extension_path: String,
+        /// The event it was handling (`tool_call`, `context`, … or `command`).
+        event: String,
+        /// What went wrong.
+        error: String,
+    },
 }
 
 impl SessionEvent {
@@ -150,6 +161,7 @@ impl SessionEvent {
             SessionEvent::AutoRetryEnd { .. } => "auto_retry_end",
             SessionEvent::SessionInfoChanged { .. } => "session_info_changed",
             SessionEvent::ThinkingLevelChanged { .. } => "thinking_level_changed",
+            SessionEvent::ExtensionError { .. } => "extension_error",
         }
     }
 }
@@ -230,6 +242,14 @@ mod tests {
                 level: ThinkingLevel::High
             }),
             json!({"type": "thinking_level_changed", "level": "high"})
+        );
+        assert_eq!(
+            wire(SessionEvent::ExtensionError {
+                extension_path: "gate".into(),
+                event: "tool_call".into(),
+                error: "boom".into()
+            }),
+            json!({"type": "extension_error", "extensionPath": "gate", "event": "tool_call", "error": "boom"})
         );
         assert_eq!(
             wire(SessionEvent::CompactionStart {

@@ -22,6 +22,11 @@ use crate::agent::CustomMessageType;
 use crate::agent::{
     Agent, AgentError, AgentEvent, AgentMessage, PromptInput, QueueMode, RunOutcome, StreamFn,
 };
+use crate::extensions::runner::ExtensionRunner;
+use crate::extensions::{
+    InputAction, InputEvent, InputSource, SessionBeforeSwitchEvent, SessionStartEvent,
+    SessionStartReason, SwitchReason,
+};
 use crate::llm::error::Error;
 use crate::llm::event_stream::AssistantMessageEventStream;
 use crate::llm::message::{AssistantMessage, Context, StopReason};
@@ -132,6 +137,8 @@ pub(super) struct Inner {
     /// Held by each append from its start until it is recorded, so appends are written
     /// and recorded one at a time, in the order they were asked for (FIFO).
     pub(super) write_gate: Arc<tokio::sync::Mutex<()>>,
+    /// The session's extensions (`None`: none were given).
+    pub(crate) extensions: Option<Arc<ExtensionRunner>>,
 }
 
 /// Locks a mutex; the state behind each lock stays consistent across a panic (updates are
@@ -160,6 +167,17 @@ impl fmt::Debug for AgentSession {
             d.field("session_file", &sm.session_file());
         }
         d.finish_non_exhaustive()
+    }
+}
+
+/// A session held weakly (an extension's observer task holds one, so it ends with the
+/// session).
+#[derive(Debug, Clone)]
+pub(crate) struct WeakSession(Weak<Inner>);
+
+impl WeakSession {
+    pub(crate) fn upgrade(&self) -> Option<AgentSession> {
+        self.0.upgrade().map(|inner| AgentSession { inner })
     }
 }
 
@@ -218,6 +236,7 @@ pub(super) struct Parts {
     pub(super) options: StreamOptions,
     pub(super) transform: Option<Arc<TransformFn>>,
     pub(super) state: State,
+    pub(super) extensions: Option<Arc<ExtensionRunner>>,
 }
 
 /// What the compaction check decided.
@@ -243,6 +262,7 @@ impl Inner {
             idle: Notify::new(),
             auth: Mutex::new(None),
             write_gate: Arc::new(tokio::sync::Mutex::new(())),
+            extensions: parts.extensions,
         });
         let weak = Arc::downgrade(&inner);
         inner.agent.subscribe_hook(move |event, agent| {
@@ -298,6 +318,9 @@ impl Inner {
     }
 
     fn dispatch(&self, event: &AgentSessionEvent) {
+        if let Some(runner) = &self.extensions {
+            runner.observe(event);
+        }
         let listeners = lock(&self.listeners).clone();
         for l in listeners.iter() {
             if !l.active.load(Ordering::Acquire) {
@@ -314,7 +337,7 @@ impl Inner {
     }
 
     fn emit_agent(&self, event: &AgentEvent) {
-        if lock(&self.listeners).is_empty() {
+        if lock(&self.listeners).is_empty() && self.extensions.is_none() {
             return;
         }
         self.dispatch(&AgentSessionEvent::Agent(event.clone()));
@@ -1031,6 +1054,95 @@ impl AgentSession {
         &self,
         input: impl Into<PromptInput>,
     ) -> Result<RunOutcome, AgentSessionError> {
+        match self.inner.extensions.clone() {
+            None => self.run_prompt(input.into()).await,
+            Some(runner) => {
+                self.prompt_with_extensions(&runner, input.into(), InputSource::Interactive)
+                    .await
+            }
+        }
+    }
+
+    /// A prompt an extension sent ([`ExtensionContext::send_user_message`](crate::extensions::ExtensionContext::send_user_message)).
+    pub(crate) async fn prompt_from_extension(
+        &self,
+        input: PromptInput,
+    ) -> Result<RunOutcome, AgentSessionError> {
+        match self.inner.extensions.clone() {
+            None => self.run_prompt(input).await,
+            Some(runner) => {
+                self.prompt_with_extensions(&runner, input, InputSource::Extension)
+                    .await
+            }
+        }
+    }
+
+    /// pi's order: a `/command`, then `input`, then `before_agent_start`, then the run.
+    async fn prompt_with_extensions(
+        &self,
+        runner: &Arc<ExtensionRunner>,
+        input: PromptInput,
+        source: InputSource,
+    ) -> Result<RunOutcome, AgentSessionError> {
+        runner.ensure_started(self).await;
+        let (mut text, mut images) = match input {
+            PromptInput::Text { text, images } => (text, images),
+            PromptInput::Messages(mut messages) => {
+                messages.extend(runner.take_next_turn());
+                return self.run_prompt(PromptInput::Messages(messages)).await;
+            }
+        };
+        if let Some(rest) = text.strip_prefix('/') {
+            let (name, args) = rest.split_once(' ').unwrap_or((rest, ""));
+            if let Some(command) = runner.command(name).cloned() {
+                runner.run_command(self, &command, args.to_owned()).await;
+                let mut outcome = RunOutcome::Handled;
+                for run in runner.take_queued_runs() {
+                    outcome =
+                        Box::pin(self.prompt_with_extensions(runner, run, InputSource::Extension))
+                            .await?;
+                }
+                return Ok(outcome);
+            }
+        }
+        let event = InputEvent {
+            text: text.clone(),
+            images: images.clone(),
+            source,
+        };
+        match runner.input(self, event).await {
+            InputAction::Handled => return Ok(RunOutcome::Handled),
+            InputAction::Transform { text: t, images: i } => {
+                text = t;
+                if let Some(i) = i {
+                    images = i;
+                }
+            }
+            _ => {}
+        }
+        if self.inner.agent.is_streaming() {
+            return Err(AgentError::AlreadyProcessing.into());
+        }
+        let base = self.inner.agent.state().system_prompt.clone();
+        let (added, system) = runner.before_agent_start(self, &text, &images, &base).await;
+        let mut messages = Self::input_messages(PromptInput::Text { text, images });
+        messages.extend(runner.take_next_turn());
+        messages.extend(
+            added
+                .iter()
+                .map(crate::extensions::runner::to_agent_message),
+        );
+        if let Some(system) = &system {
+            self.inner.agent.set_system_prompt(system.clone());
+        }
+        let outcome = self.run_prompt(PromptInput::Messages(messages)).await;
+        if system.is_some() {
+            self.inner.agent.set_system_prompt(base);
+        }
+        outcome
+    }
+
+    async fn run_prompt(&self, input: PromptInput) -> Result<RunOutcome, AgentSessionError> {
         let inner = &self.inner;
         if inner.agent.is_streaming() {
             return Err(AgentError::AlreadyProcessing.into());
@@ -1050,6 +1162,138 @@ impl AgentSession {
         inner.after_run(&op, outcome).await
     }
 
+    // ----- extensions' calls ------------------------------------------------------------
+
+    /// Reports a failed extension handler (`extension_error`).
+    pub(crate) fn emit_extension_error(&self, extension: &str, event: &str, error: &str) {
+        self.inner.emit(SessionEvent::ExtensionError {
+            extension_path: extension.to_owned(),
+            event: event.to_owned(),
+            error: error.to_owned(),
+        });
+    }
+
+    pub(crate) fn downgrade(&self) -> WeakSession {
+        WeakSession(Arc::downgrade(&self.inner))
+    }
+
+    /// An extension message joins the context and the file while idle, with its
+    /// `message_start` and `message_end`.
+    pub(crate) async fn append_extension_message(
+        &self,
+        message: AgentMessage,
+    ) -> Result<(), AgentSessionError> {
+        self.inner.persist(&message).await?;
+        self.inner.agent.state().messages.push(message.clone());
+        self.inner
+            .dispatch(&AgentSessionEvent::Agent(AgentEvent::MessageStart {
+                message: message.clone(),
+            }));
+        self.inner
+            .dispatch(&AgentSessionEvent::Agent(AgentEvent::MessageEnd {
+                message,
+            }));
+        Ok(())
+    }
+
+    /// Writes a `custom` entry (an extension's data, not sent to the model); returns its
+    /// id.
+    ///
+    /// # Errors
+    ///
+    /// When the entry cannot be written.
+    ///
+    /// # Cancellation
+    ///
+    /// As [`set_session_name`](Self::set_session_name).
+    pub async fn append_custom_entry(
+        &self,
+        custom_type: String,
+        data: Option<serde_json::Value>,
+    ) -> Result<String, AgentSessionError> {
+        Ok(self
+            .inner
+            .append(move |sm| sm.append_custom_entry(custom_type, data))
+            .await?)
+    }
+
+    /// Labels an entry, or with `None` removes its label (a `label` entry).
+    ///
+    /// # Errors
+    ///
+    /// An unknown entry, or when the entry cannot be written.
+    ///
+    /// # Cancellation
+    ///
+    /// As [`set_session_name`](Self::set_session_name).
+    pub async fn set_label(
+        &self,
+        entry_id: &str,
+        label: Option<&str>,
+    ) -> Result<(), AgentSessionError> {
+        let (id, label) = (entry_id.to_owned(), label.map(str::to_owned));
+        self.inner
+            .append(move |sm| sm.append_label_change(&id, label.as_deref()))
+            .await?;
+        Ok(())
+    }
+
+    /// The names and descriptions of the commands the session's extensions registered.
+    pub fn commands(&self) -> Vec<(String, Option<String>)> {
+        self.inner.extensions.as_ref().map_or_else(Vec::new, |r| {
+            r.commands()
+                .map(|(n, d)| (n.to_owned(), d.map(str::to_owned)))
+                .collect()
+        })
+    }
+
+    /// The names of the session's extensions, in order.
+    pub fn extension_names(&self) -> Vec<String> {
+        self.inner
+            .extensions
+            .as_ref()
+            .map_or_else(Vec::new, |r| r.names().to_vec())
+    }
+
+    /// Starts a new session as [`new_session`](Self::new_session) does, after asking the
+    /// extensions (`session_before_switch`, reason `new`: any may cancel), and tells them
+    /// (`session_start`, reason `new`). Returns false when an extension cancelled (pi's
+    /// `newSession()`).
+    ///
+    /// # Errors
+    ///
+    /// As [`new_session`](Self::new_session).
+    ///
+    /// # Cancellation
+    ///
+    /// Dropped while an extension is asked, nothing changes.
+    pub async fn request_new_session(&self) -> Result<bool, AgentSessionError> {
+        let runner = self.inner.extensions.clone();
+        if let Some(runner) = &runner {
+            runner.ensure_started(self).await;
+            let event = SessionBeforeSwitchEvent {
+                reason: SwitchReason::New,
+            };
+            if runner.session_before_switch(self, event).await {
+                return Ok(false);
+            }
+        }
+        let previous = self.session_file();
+        self.new_session()?;
+        if let Some(runner) = &runner {
+            runner
+                .session_start(
+                    self,
+                    SessionStartEvent {
+                        reason: SessionStartReason::New,
+                        previous_session_file: previous,
+                    },
+                )
+                .await;
+        }
+        Ok(true)
+    }
+
     /// Continues the conversation without a new message (pi's `continue`): retries after a
     /// failed call whose reply was removed, or delivers queued messages.
     ///
@@ -1062,6 +1306,9 @@ impl AgentSession {
     ///
     /// As [`prompt`](Self::prompt).
     pub async fn continue_run(&self) -> Result<RunOutcome, AgentSessionError> {
+        if let Some(runner) = self.inner.extensions.clone() {
+            runner.ensure_started(self).await;
+        }
         let inner = &self.inner;
         if inner.agent.is_streaming() {
             return Err(AgentError::AlreadyProcessingContinue.into());
