@@ -461,8 +461,10 @@ impl ExtensionRunner {
             token.clone(),
         );
         self.in_command.fetch_add(1, Ordering::AcqRel);
-        // Commands wait for people and for runs: a day unless the extension set less.
-        let timeout = command.timeout.unwrap_or(Duration::from_secs(86_400));
+        // The extension's deadline, as for its handlers (a dialog's wait does not count).
+        let timeout = command
+            .timeout
+            .unwrap_or(super::api::DEFAULT_HANDLER_TIMEOUT);
         let handler = command.handler.clone();
         let result = self.guarded(timeout, &clock, || handler(args, ctx)).await;
         self.in_command.fetch_sub(1, Ordering::AcqRel);
