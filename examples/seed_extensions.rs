@@ -104,11 +104,12 @@ pub fn last_hour_only() -> Extension {
                 .map_or(0, |d| d.as_millis() as i64);
             let kept = event
                 .messages
-                .into_iter()
+                .iter()
                 .filter(|m| match m {
                     AgentMessage::User(u) if u.timestamp > 0 => now - u.timestamp < 3_600_000,
                     _ => true,
                 })
+                .cloned()
                 .collect();
             Ok(Some(kept))
         });

@@ -19,3 +19,6 @@ pub mod extensions {}
 #[cfg(feature = "tools")]
 #[doc = include_str!("../docs/tools.md")]
 pub mod tools {}
+
+#[doc = include_str!("../docs/extension-protocol.md")]
+pub mod extension_protocol {}

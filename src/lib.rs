@@ -12,6 +12,7 @@ pub mod extensions;
 pub mod guide;
 pub mod llm;
 pub mod prelude;
+mod process;
 pub mod providers;
 pub mod session;
 #[cfg(feature = "tools")]

@@ -1294,7 +1294,10 @@ async fn forking_and_new_sessions() {
     let original = session.session_file().unwrap();
     let forkable = session.user_messages_for_forking().unwrap();
     assert_eq!(forkable.len(), 2);
-    let result = session.fork(&forkable[1].0, ForkPosition::Before).unwrap();
+    let result = session
+        .fork(&forkable[1].0, ForkPosition::Before)
+        .await
+        .unwrap();
     assert_eq!(
         result.selected_text.as_deref(),
         Some(forkable[1].1.as_str())
@@ -1310,13 +1313,13 @@ async fn forking_and_new_sessions() {
     // Forking at an assistant message keeps it.
     let a0 = branch(&session).last().unwrap().id().to_owned();
     assert!(matches!(
-        session.fork(&a0, ForkPosition::Before),
+        session.fork(&a0, ForkPosition::Before).await,
         Err(AgentSessionError::InvalidEntry { .. })
     ));
-    session.fork(&a0, ForkPosition::At).unwrap();
+    let _ = session.fork(&a0, ForkPosition::At).await.unwrap();
     assert_eq!(roles(&session.messages()), ["user", "assistant"]);
 
-    session.new_session().unwrap();
+    let _ = session.new_session().await.unwrap();
     assert!(session.messages().is_empty());
     faux.push(FauxResponse::text("fresh"));
     session.prompt("hi").await.unwrap().into_result().unwrap();
@@ -1328,7 +1331,7 @@ async fn forking_and_new_sessions() {
     );
 
     // Switch back to the original session.
-    session.switch_session(reopen(&original)).unwrap();
+    let _ = session.switch_session(reopen(&original)).await.unwrap();
     assert_eq!(session.messages().len(), 4);
     assert_eq!(session.session_file().unwrap(), original);
 }

@@ -373,9 +373,9 @@ async fn context_handlers_filter_what_the_model_sees() {
     faux.push(FauxResponse::text("one"));
     faux.push(FauxResponse::text("two"));
     let last_only = Extension::new("last-only", |pi| {
-        pi.on_context(
-            |e, _ctx| async move { Ok(Some(e.messages.into_iter().rev().take(1).collect())) },
-        );
+        pi.on_context(|e, _ctx| async move {
+            Ok(Some(e.messages.iter().rev().take(1).cloned().collect()))
+        });
     });
     let session = session_with(&faux, vec![last_only]);
     session
@@ -554,9 +554,10 @@ async fn session_before_switch_can_cancel_a_new_session() {
     let ui = Script(Mutex::new(vec!["yes", "no"]));
     let session = session_with_ui(&faux, vec![ext], Some(ui));
     session.prompt("hi").await.unwrap().into_result().unwrap();
-    assert!(!session.request_new_session().await.unwrap());
+    let refused = session.new_session().await.unwrap();
+    assert_eq!(refused.cancelled_by.as_deref(), Some("confirm"));
     assert_eq!(session.messages().len(), 2);
-    assert!(session.request_new_session().await.unwrap());
+    assert!(!session.new_session().await.unwrap().cancelled());
     assert!(session.messages().is_empty());
     assert_eq!(starts.load(Ordering::SeqCst), 2);
 }

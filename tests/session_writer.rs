@@ -194,11 +194,11 @@ async fn a_session_is_not_replaced_under_a_write_in_flight() {
     }
     // The entry being synced belongs to this session: it cannot be swapped for another now.
     assert!(matches!(
-        session.new_session(),
+        session.new_session().await,
         Err(pi_engine::agent_session::AgentSessionError::Busy)
     ));
     pending.await.unwrap().unwrap();
     assert_eq!(session.session_name().as_deref(), Some("first"));
-    session.new_session().unwrap();
+    let _ = session.new_session().await.unwrap();
     assert_eq!(session.session_name(), None);
 }

@@ -8,18 +8,20 @@
 //! conformance session-context <file.jsonl> [--branch ID|null]
 //! conformance session-load <file.jsonl>
 //! conformance tool <request.json>
+//! conformance extension-scenario <scenarios.json> <name>
 //! ```
 
 use std::process::ExitCode;
 
 mod agent;
+mod extension;
 mod session;
 mod stream;
 mod tool;
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: conformance stream <request.json>\n       conformance agent-scenario <scenarios.json> <name> --requests <file>\n       conformance agent-loop <turns>\n       conformance session-context <file.jsonl> [--branch ID|null]\n       conformance session-load <file.jsonl>\n       conformance tool <request.json>"
+        "usage: conformance stream <request.json>\n       conformance agent-scenario <scenarios.json> <name> --requests <file>\n       conformance agent-loop <turns>\n       conformance session-context <file.jsonl> [--branch ID|null]\n       conformance session-load <file.jsonl>\n       conformance tool <request.json>\n       conformance extension-scenario <scenarios.json> <name>"
     );
     ExitCode::from(2)
 }
@@ -36,6 +38,9 @@ async fn main() -> ExitCode {
         Some("session-context") => session::context(&args[1..]),
         Some("session-load") => session::load(&args[1..]),
         Some("tool") if args.len() == 2 => tool::run(&args[1]).await,
+        Some("extension-scenario") if args.len() == 3 => {
+            extension::scenario(&args[1], &args[2]).await
+        }
         _ => return usage(),
     };
     match result {

@@ -323,7 +323,8 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
 
     /// Emits `message_start` + `message_end` for a message and adds it to the conversation.
     async fn add_message(&mut self, message: AgentMessage) {
-        let message = emit_message(&mut self.emit, message, true).await;
+        let hook = self.config.hooks.message_end.clone();
+        let message = emit_message(&mut self.emit, message, true, hook.as_deref()).await;
         self.context.messages.push(message);
     }
 
@@ -493,7 +494,8 @@ impl<'c, E: AgentEventSink> Run<'c, E> {
 
     /// Emits the events of a reply that is complete and adds it to the conversation.
     async fn finish_reply(&mut self, message: AssistantMessage, started: bool) {
-        let message = emit_message(&mut self.emit, message.into(), !started).await;
+        let hook = self.config.hooks.message_end.clone();
+        let message = emit_message(&mut self.emit, message.into(), !started, hook.as_deref()).await;
         self.context.messages.push(message);
     }
 

@@ -127,6 +127,9 @@ pub enum ToolCallDecision {
     /// Do not run it; the model gets an error result with the reason (default
     /// "Tool execution was blocked").
     Block(Option<String>),
+    /// Run the tool with these arguments instead (pi's `tool_call` handlers that patch
+    /// `event.input`). They are not validated again: the hook vouches for them.
+    AllowWith(Map<String, Value>),
 }
 
 impl ToolCallDecision {
@@ -246,6 +249,8 @@ pub(crate) type TransformContextFn = dyn for<'a> Fn(&'a [AgentMessage], &'a Canc
     + Send
     + Sync;
 pub(crate) type ApiKeyFn = dyn Fn(&str) -> BoxFuture<'static, Option<ApiKey>> + Send + Sync;
+pub(crate) type MessageEndFn =
+    dyn for<'a> Fn(&'a AgentMessage) -> BoxFuture<'a, Option<AgentMessage>> + Send + Sync;
 pub(crate) type MessagesFn = dyn Fn() -> Vec<AgentMessage> + Send + Sync;
 pub(crate) type ConvertEachFn = dyn Fn(&AgentMessage) -> Option<Message> + Send + Sync;
 pub(crate) type ConvertListFn = dyn Fn(&[AgentMessage]) -> Vec<Message> + Send + Sync;
@@ -293,6 +298,7 @@ pub struct AgentHooks {
     pub(crate) should_stop_after_turn: Option<Arc<StopFn>>,
     pub(crate) before_tool_call: Option<Arc<BeforeToolCallFn>>,
     pub(crate) after_tool_call: Option<Arc<AfterToolCallFn>>,
+    pub(crate) message_end: Option<Arc<MessageEndFn>>,
 }
 
 impl fmt::Debug for AgentHooks {
@@ -316,6 +322,7 @@ impl fmt::Debug for AgentHooks {
             )
             .field("before_tool_call", &set(self.before_tool_call.is_some()))
             .field("after_tool_call", &set(self.after_tool_call.is_some()))
+            .field("message_end", &set(self.message_end.is_some()))
             .finish()
     }
 }
@@ -400,6 +407,21 @@ impl AgentHooks {
         f: impl Fn(&TurnEndContext<'_>) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.should_stop_after_turn = Some(Arc::new(f));
+        self
+    }
+
+    /// Called when a message is complete, before its `message_end` event: may return a
+    /// replacement **of the same role**, which the run then uses everywhere (its events, the
+    /// conversation, the tool calls of a reply) — pi's `message_end` handlers. A
+    /// replacement of another role is ignored.
+    pub fn with_message_end<F>(mut self, f: F) -> Self
+    where
+        F: for<'a> Fn(&'a AgentMessage) -> BoxFuture<'a, Option<AgentMessage>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.message_end = Some(Arc::new(f));
         self
     }
 

@@ -5,6 +5,7 @@
 use std::any::Any;
 use std::future::Future;
 
+use crate::agent::config::MessageEndFn;
 use crate::agent::event::AgentEvent;
 use crate::agent::message::AgentMessage;
 
@@ -61,11 +62,13 @@ where
 }
 
 /// Emits `message_start` (when `start`) and `message_end` for `message`, lending it to the
-/// sink, and gives it back.
+/// sink, and gives it back — or the replacement of the same role the `message_end` hook
+/// returned, which `message_end` then carries.
 pub(crate) async fn emit_message<E: AgentEventSink>(
     emit: &mut E,
     message: AgentMessage,
     start: bool,
+    hook: Option<&MessageEndFn>,
 ) -> AgentMessage {
     let mut message = message;
     if start {
@@ -75,6 +78,20 @@ pub(crate) async fn emit_message<E: AgentEventSink>(
             AgentEvent::MessageStart { message } => message,
             _ => unreachable!("built above"),
         };
+    }
+    if let Some(hook) = hook
+        && let Some(replacement) = hook(&message).await
+    {
+        // The loop relies on the role (a reply stays a reply, a result a result).
+        if replacement.role() == message.role() {
+            message = replacement;
+        } else {
+            tracing::warn!(
+                role = message.role(),
+                replacement = replacement.role(),
+                "a message_end hook returned a message of another role; ignored"
+            );
+        }
     }
     let event = AgentEvent::MessageEnd { message };
     emit.emit(&event).await;

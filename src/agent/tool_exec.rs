@@ -27,7 +27,8 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::config::{
-    AfterToolCallContext, AgentContext, AgentLoopConfig, BeforeToolCallContext, ToolCallDecision,
+    AfterToolCallContext, AgentContext, AgentLoopConfig, BeforeToolCallContext, MessageEndFn,
+    ToolCallDecision,
 };
 use crate::agent::event::AgentEvent;
 use crate::agent::message::AgentMessage;
@@ -134,7 +135,7 @@ pub(crate) async fn execute_tool_calls<E: AgentEventSink>(
         let mut messages = Vec::with_capacity(finalized.len());
         for (f, call) in finalized.into_iter().zip(&batch.calls) {
             let m = result_message(call, f);
-            messages.push(emit_result_message(emit, m).await);
+            messages.push(emit_result_message(emit, m, config.hooks.message_end.as_deref()).await);
         }
         ToolBatch {
             messages,
@@ -164,10 +165,11 @@ fn result_message(call: &ToolCall, f: Finalized) -> ToolResultMessage {
 async fn emit_result_message<E: AgentEventSink>(
     emit: &mut E,
     m: ToolResultMessage,
+    hook: Option<&MessageEndFn>,
 ) -> ToolResultMessage {
-    match emit_message(emit, AgentMessage::ToolResult(m), true).await {
+    match emit_message(emit, AgentMessage::ToolResult(m), true, hook).await {
         AgentMessage::ToolResult(m) => m,
-        _ => unreachable!("the message given"),
+        _ => unreachable!("emit_message keeps the role"),
     }
 }
 
@@ -242,7 +244,8 @@ impl<'a> Batch<'a> {
             };
             terminate &= finalized.result.wants_terminate();
             let m = result_message(self.calls[index], finalized);
-            messages.push(emit_result_message(emit, m).await);
+            messages
+                .push(emit_result_message(emit, m, self.config.hooks.message_end.as_deref()).await);
         }
         ToolBatch {
             messages,
@@ -410,7 +413,7 @@ impl<'a> Batch<'a> {
             }
         };
         // The error is pi's text (TypeBox's wording), which the model reads.
-        let args = validated.map_err(|e| Finalized::error(e.to_string()))?;
+        let mut args = validated.map_err(|e| Finalized::error(e.to_string()))?;
         if let Some(hook) = &self.config.hooks.before_tool_call {
             let cx = BeforeToolCallContext {
                 assistant_message: self.message,
@@ -441,6 +444,7 @@ impl<'a> Batch<'a> {
             };
             match decision {
                 Ok(ToolCallDecision::Allow) => {}
+                Ok(ToolCallDecision::AllowWith(rewritten)) => args = rewritten,
                 Ok(ToolCallDecision::Block(reason)) => {
                     return Err(Finalized::error(
                         reason.unwrap_or_else(|| "Tool execution was blocked".to_owned()),

@@ -15,7 +15,7 @@ use crate::agent::{
     Agent, AgentHooks, AgentMessage, AgentTool, StreamFn, ToolCallDecision, ToolExecutionMode,
 };
 use crate::extensions::runner::ExtensionRunner;
-use crate::extensions::{Extension, ExtensionUi, ToolCallEvent, ToolResultEvent};
+use crate::extensions::{Extension, ExtensionUi, FlagValue, ToolCallEvent, ToolResultEvent};
 use crate::llm::event_stream::AssistantMessageEventStream;
 use crate::llm::message::Context;
 use crate::llm::model::Model;
@@ -46,6 +46,7 @@ pub struct AgentSessionBuilder {
     max_turns: Option<usize>,
     extensions: Vec<Extension>,
     extension_ui: Option<Arc<dyn ExtensionUi>>,
+    flag_values: Vec<(String, FlagValue)>,
 }
 
 impl fmt::Debug for AgentSessionBuilder {
@@ -81,6 +82,7 @@ impl AgentSession {
             max_turns: None,
             extensions: Vec::new(),
             extension_ui: None,
+            flag_values: Vec::new(),
         }
     }
 }
@@ -229,6 +231,20 @@ impl AgentSessionBuilder {
         self
     }
 
+    /// The UI extensions talk to, shared.
+    pub fn extension_ui_arc(mut self, ui: Arc<dyn ExtensionUi>) -> Self {
+        self.extension_ui = Some(ui);
+        self
+    }
+
+    /// The value of a flag an extension registered (what a front end parsed from its
+    /// command line); an extension reads it with
+    /// [`ExtensionContext::flag`](crate::extensions::ExtensionContext::flag).
+    pub fn flag_value(mut self, name: impl Into<String>, value: impl Into<FlagValue>) -> Self {
+        self.flag_values.push((name.into(), value.into()));
+        self
+    }
+
     /// Builds the session: restores the reopened session's model, thinking level and
     /// context (or writes a new session's first `model_change` and
     /// `thinking_level_change` entries, as pi's SDK does).
@@ -238,8 +254,38 @@ impl AgentSessionBuilder {
     /// [`AgentSessionError::NoModel`] without a model, and session read or write errors.
     pub fn build(self) -> Result<AgentSession, AgentSessionError> {
         let mut session = self.session;
-        let registry = self.registry;
+        let mut registry = self.registry;
         let models = self.models;
+        // Extensions are set up first: the providers they register can hold the model.
+        let mut tools = self.tools;
+        let extensions = if self.extensions.is_empty() {
+            None
+        } else {
+            let ui = self
+                .extension_ui
+                .unwrap_or_else(|| Arc::new(crate::extensions::NoUi));
+            let (runner, ext_tools) = ExtensionRunner::new(&self.extensions, ui);
+            for tool in ext_tools {
+                tools.retain(|t| t.name() != tool.name());
+                tools.push(tool);
+            }
+            for (extension, name, config) in runner.setup_providers() {
+                match registry.register_provider(name.clone(), config.entry.clone()) {
+                    Ok(()) => runner.install_stream(name, config),
+                    Err(e) => tracing::warn!(
+                        target: "pi_engine::extensions",
+                        extension = runner.name(*extension),
+                        provider = %name,
+                        error = %e,
+                        "an extension's provider could not be registered"
+                    ),
+                }
+            }
+            for (name, value) in self.flag_values {
+                runner.set_flag(&name, value);
+            }
+            Some(runner)
+        };
         let needs_auth = self.stream.is_none();
         let restored = restore(
             &mut session,
@@ -272,27 +318,17 @@ impl AgentSessionBuilder {
             branch_summary_cancel: None,
             retry_cancel: None,
             model_fallback_message: restored.fallback_message,
+            bash_cancel: None,
+            pending_bash: Vec::new(),
             settings: settings.clone(),
         };
         let hooks = self.hooks;
         let system_prompt = self.system_prompt;
-        let mut tools = self.tools;
-        let extensions = if self.extensions.is_empty() {
-            None
-        } else {
-            let ui = self
-                .extension_ui
-                .unwrap_or_else(|| Arc::new(crate::extensions::NoUi));
-            let (runner, ext_tools) = ExtensionRunner::new(&self.extensions, ui);
-            for tool in ext_tools {
-                tools.retain(|t| t.name() != tool.name());
-                tools.push(tool);
-            }
-            Some(runner)
-        };
+        let all_tools = tools.clone();
+        let has_message_end = extensions.as_ref().is_some_and(|r| r.has_message_end());
         let (tool_execution, max_turns) = (self.tool_execution, self.max_turns);
         let agent_for = |weak: &std::sync::Weak<Inner>| {
-            let hooks = session_hooks(hooks, weak.clone());
+            let hooks = session_hooks(hooks, weak.clone(), has_message_end);
             let mut builder = Agent::builder(restored.model)
                 .system_prompt(system_prompt)
                 .thinking_level(restored.thinking_level)
@@ -312,6 +348,7 @@ impl AgentSessionBuilder {
             Parts {
                 session,
                 registry,
+                all_tools,
                 models,
                 stream: self.stream,
                 options: self.options,
@@ -326,8 +363,20 @@ impl AgentSessionBuilder {
 
 /// The agent's hooks in a session: the application's tool hooks, and the session's stream
 /// function, key resolution, message conversion and context guard.
-fn session_hooks(hooks: AgentHooks, weak: std::sync::Weak<Inner>) -> AgentHooks {
-    let hooks = extension_hooks(hooks, &weak);
+fn session_hooks(hooks: AgentHooks, weak: std::sync::Weak<Inner>, message_end: bool) -> AgentHooks {
+    let mut hooks = extension_hooks(hooks, &weak);
+    if message_end {
+        let w = weak.clone();
+        hooks = hooks.with_message_end(move |message| {
+            let inner = w.upgrade();
+            Box::pin(async move {
+                let inner = inner?;
+                let runner = inner.extensions.clone()?;
+                let session = AgentSession { inner };
+                runner.message_end(&session, message).await
+            })
+        });
+    }
     let stream = weak.clone();
     let keys = weak.clone();
     hooks
@@ -383,27 +432,36 @@ fn extension_hooks(hooks: AgentHooks, weak: &std::sync::Weak<Inner>) -> AgentHoo
             let before = before.clone();
             let inner = w1.upgrade();
             Box::pin(async move {
+                // The application's hook first; its rewrite is what the extensions see.
+                let mut rewritten = None;
                 if let Some(before) = before {
-                    let decision = before(cx).await;
-                    if decision != ToolCallDecision::Allow {
-                        return decision;
+                    match before(cx).await {
+                        ToolCallDecision::Allow => {}
+                        ToolCallDecision::AllowWith(args) => rewritten = Some(args),
+                        other => return other,
                     }
                 }
+                let allow = |rewritten: Option<_>| match rewritten {
+                    Some(args) => ToolCallDecision::AllowWith(args),
+                    None => ToolCallDecision::Allow,
+                };
                 let Some(inner) = inner else {
-                    return ToolCallDecision::Allow;
+                    return allow(rewritten);
                 };
                 let Some(runner) = inner.extensions.clone().filter(|r| r.has_tool_call()) else {
-                    return ToolCallDecision::Allow;
+                    return allow(rewritten);
                 };
                 let session = AgentSession { inner };
                 let event = ToolCallEvent {
                     tool_call_id: cx.tool_call.id.clone(),
                     tool_name: cx.tool_call.name.clone(),
-                    input: cx.args.clone(),
+                    input: rewritten.clone().unwrap_or_else(|| cx.args.clone()),
                 };
-                match runner.tool_call(&session, event, cx.cancel).await {
-                    Some((_extension, verdict)) => ToolCallDecision::Block(verdict.reason),
-                    None => ToolCallDecision::Allow,
+                let outcome = runner.tool_call(&session, event, cx.cancel).await;
+                match (outcome.blocked, outcome.input) {
+                    (Some((_extension, reason)), _) => ToolCallDecision::Block(reason),
+                    (None, Some(input)) => ToolCallDecision::AllowWith(input),
+                    (None, None) => allow(rewritten),
                 }
             })
         })

@@ -11,6 +11,7 @@ use super::event::{CompactionReason, SessionEvent};
 use super::retry::is_context_overflow;
 use super::session::{AfterCheck, AgentSession, Inner, Overlay, compaction_time};
 use crate::agent::{AgentMessage, StreamFn};
+use crate::extensions::{SessionBeforeCompactEvent, SessionCompactEvent};
 use crate::llm::error::Error;
 use crate::llm::message::{AssistantMessage, StopReason};
 use crate::session::SessionEntry;
@@ -86,7 +87,7 @@ impl Inner {
             let agent = self.agent.state();
             (agent.model.clone(), agent.thinking_level)
         };
-        let auth = self.registry.request_auth(&model).await?;
+        let auth = self.registry().request_auth(&model).await?;
         let mut options = super::session::lock(&self.options).clone();
         options.session_id = Some(self.session().session_id().to_owned());
         options.cancel = Some(cancel.clone());
@@ -143,36 +144,78 @@ impl Inner {
             .await
     }
 
-    /// Summarizes `preparation` and records the compaction entry.
+    /// Summarizes `preparation` — or takes the compaction an extension provides
+    /// (`session_before_compact`, which may also cancel) — and records the compaction
+    /// entry; then tells the extensions (`session_compact`).
     async fn compact_prepared(
         self: &Arc<Self>,
         preparation: CompactionPreparation,
         custom_instructions: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<CompactionResult, CompactFailure> {
-        let summarizer = self
-            .summarizer(cancel)
-            .await
-            .map_err(CompactFailure::Failed)?;
-        let result = compact(&preparation, &summarizer, custom_instructions).await;
+        let runner = self.extensions.clone();
+        let mut provided = None;
+        if let Some(runner) = runner.as_ref().filter(|r| r.has_before_compact()) {
+            let event = SessionBeforeCompactEvent {
+                preparation: preparation.clone(),
+                branch_entries: self.session().branch_path(None)?,
+                custom_instructions: custom_instructions.map(str::to_owned),
+            };
+            let session = AgentSession {
+                inner: self.clone(),
+            };
+            let outcome = runner.session_before_compact(&session, event, cancel).await;
+            if outcome.cancelled_by.is_some() {
+                return Err(CompactFailure::Cancelled);
+            }
+            provided = outcome.compaction;
+        }
+        let from_extension = provided.is_some();
+        let result = match provided {
+            Some(result) => result,
+            None => {
+                let summarizer = self
+                    .summarizer(cancel)
+                    .await
+                    .map_err(CompactFailure::Failed)?;
+                match compact(&preparation, &summarizer, custom_instructions).await {
+                    Ok(r) => r,
+                    Err(e) if e.is_aborted() => return Err(CompactFailure::Cancelled),
+                    Err(e) => return Err(CompactFailure::Failed(e)),
+                }
+            }
+        };
         if cancel.is_cancelled() {
             return Err(CompactFailure::Cancelled);
         }
-        let result = match result {
-            Ok(r) => r,
-            Err(e) if e.is_aborted() => return Err(CompactFailure::Cancelled),
-            Err(e) => return Err(CompactFailure::Failed(e)),
-        };
         let (summary, first_kept, tokens_before, details) = (
             result.summary.clone(),
             result.first_kept_entry_id.clone(),
             result.tokens_before,
             result.details.clone(),
         );
-        self.append(move |sm| {
-            sm.append_compaction(summary, first_kept, tokens_before, details, None)
-        })
-        .await?;
+        let hook = from_extension.then_some(true);
+        let id = self
+            .append(move |sm| {
+                sm.append_compaction(summary, first_kept, tokens_before, details, hook)
+            })
+            .await?;
+        if let Some(runner) = runner {
+            let entry = match self.session().entry(&id) {
+                Ok(Some(SessionEntry::Compaction(c))) => Some(c),
+                _ => None,
+            };
+            if let Some(compaction_entry) = entry {
+                let session = AgentSession {
+                    inner: self.clone(),
+                };
+                let event = SessionCompactEvent {
+                    compaction_entry,
+                    from_extension,
+                };
+                runner.session_compact(&session, event).await;
+            }
+        }
         Ok(result)
     }
 

@@ -50,6 +50,10 @@ pub enum AgentSessionError {
         #[source]
         source: Error,
     },
+    /// A person's shell command ([`execute_bash`](super::AgentSession::execute_bash)) could
+    /// not be run.
+    #[error("Could not run the command: {0}")]
+    Bash(String),
     /// The entry to navigate to or fork from does not exist or does not fit.
     #[error("Invalid entry {id}: {reason}")]
     InvalidEntry {

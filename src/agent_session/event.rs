@@ -148,6 +148,18 @@ pub enum SessionEvent {
         /// What went wrong.
         error: String,
     },
+    /// An extension changed the course of things: blocked a tool call, rewrote its
+    /// arguments, a result, a message, the context or a request, handled an input,
+    /// cancelled a session operation (this crate's event; pi reports none of it). Also a
+    /// `tracing` event, target `pi_engine::extensions`.
+    ExtensionAction {
+        /// The extension's name.
+        extension_path: String,
+        /// The event it handled (`tool_call`, `context`, …).
+        event: String,
+        /// What it did (`blocked`, `rewrote the arguments`, …).
+        action: String,
+    },
 }
 
 impl SessionEvent {
@@ -162,6 +174,7 @@ impl SessionEvent {
             SessionEvent::SessionInfoChanged { .. } => "session_info_changed",
             SessionEvent::ThinkingLevelChanged { .. } => "thinking_level_changed",
             SessionEvent::ExtensionError { .. } => "extension_error",
+            SessionEvent::ExtensionAction { .. } => "extension_action",
         }
     }
 }

@@ -98,6 +98,8 @@ mod builder;
 mod compaction;
 mod error;
 mod event;
+mod extension_calls;
+mod json_lines;
 mod models;
 pub(crate) mod retry;
 mod session;
@@ -108,10 +110,16 @@ mod tree;
 pub use builder::AgentSessionBuilder;
 pub use error::AgentSessionError;
 pub use event::{AgentSessionEvent, CompactionReason, SessionEvent};
+#[cfg(feature = "tools")]
+pub use extension_calls::BashRun;
+pub use extension_calls::ToolInfo;
+pub use json_lines::{
+    JsonLineEncoder, JsonLinesError, JsonLinesWriter, UpdateShape, header_line, json_line,
+};
 pub use models::{CycleDirection, ModelCycle};
 pub use session::{AgentSession, ScopedModel, SessionSubscription};
 pub use settings::{
     AgentSessionSettings, BranchSummarySettings, DEFAULT_THINKING_LEVEL, RetrySettings,
 };
 pub use stats::{ContextUsage, SessionStats, TokenStats};
-pub use tree::{ForkPosition, ForkResult, NavigateOptions, NavigateResult};
+pub use tree::{ForkPosition, ForkResult, NavigateOptions, NavigateResult, SwitchResult};

@@ -6,6 +6,7 @@ use super::error::AgentSessionError;
 use super::event::{CompactionReason, SessionEvent};
 use super::session::{AgentSession, ScopedModel};
 use super::settings::DEFAULT_THINKING_LEVEL;
+use crate::extensions::{ModelSelectEvent, ModelSelectSource, ThinkingLevelSelectEvent};
 use crate::llm::model::Model;
 use crate::llm::thinking::{ThinkingLevel, clamp_thinking_level, supported_thinking_levels};
 use crate::session::compaction::should_compact;
@@ -83,6 +84,13 @@ impl AgentSession {
             inner.state().settings.default_thinking_level = Some(effective);
         }
         inner.emit(SessionEvent::ThinkingLevelChanged { level: effective });
+        if let Some(runner) = inner.extensions.clone() {
+            let event = ThinkingLevelSelectEvent {
+                level: effective,
+                previous_level: previous,
+            };
+            runner.thinking_level_select(self, event).await;
+        }
         Ok(effective)
     }
 
@@ -141,16 +149,18 @@ impl AgentSession {
     ///
     /// Dropping the future during the compaction leaves the model unchanged.
     pub async fn set_model(&self, model: Model) -> Result<(), AgentSessionError> {
-        self.switch_model(model, None).await
+        self.switch_model(model, None, ModelSelectSource::Set).await
     }
 
     async fn switch_model(
         &self,
         model: Model,
         explicit_level: Option<ThinkingLevel>,
+        source: ModelSelectSource,
     ) -> Result<(), AgentSessionError> {
         let inner = &self.inner;
         inner.check_auth(&model)?;
+        let previous = inner.model();
         // While a run is active the switch applies to the next run, and the guard checks
         // the new window before every call.
         if let Ok((op, _guard)) = inner.begin_op() {
@@ -175,6 +185,16 @@ impl AgentSession {
         inner
             .append(move |sm| sm.append_model_change(provider, id))
             .await?;
+        if let Some(runner) = inner.extensions.clone()
+            && !same(&previous, &model)
+        {
+            let event = ModelSelectEvent {
+                model,
+                previous_model: Some(previous),
+                source,
+            };
+            runner.model_select(self, event).await;
+        }
         self.set_thinking_level(level).await?;
         Ok(())
     }
@@ -206,7 +226,8 @@ impl AgentSession {
         direction: CycleDirection,
     ) -> Result<Option<ModelCycle>, AgentSessionError> {
         let inner = &self.inner;
-        let usable = |m: &Model| !inner.needs_auth() || inner.registry.has_auth(m);
+        let registry = inner.registry();
+        let usable = |m: &Model| !inner.needs_auth() || registry.has_auth(m);
         let scoped: Vec<ScopedModel> = inner
             .state()
             .scoped_models
@@ -223,7 +244,7 @@ impl AgentSession {
                 .models
                 .iter()
                 .filter(|m| usable(m))
-                .chain(inner.registry.available())
+                .chain(registry.available())
             {
                 if !all.iter().any(|s| same(&s.model, m)) {
                     all.push(ScopedModel::new(m.clone()));
@@ -245,8 +266,12 @@ impl AgentSession {
             CycleDirection::Backward => (index + len - 1) % len,
         };
         let next = candidates[next].clone();
-        self.switch_model(next.model.clone(), next.thinking_level)
-            .await?;
+        self.switch_model(
+            next.model.clone(),
+            next.thinking_level,
+            ModelSelectSource::Cycle,
+        )
+        .await?;
         Ok(Some(ModelCycle {
             model: next.model,
             thinking_level: self.thinking_level(),

@@ -23,16 +23,13 @@ use crate::agent::{
     Agent, AgentError, AgentEvent, AgentMessage, PromptInput, QueueMode, RunOutcome, StreamFn,
 };
 use crate::extensions::runner::ExtensionRunner;
-use crate::extensions::{
-    InputAction, InputEvent, InputSource, SessionBeforeSwitchEvent, SessionStartEvent,
-    SessionStartReason, SwitchReason,
-};
+use crate::extensions::{InputAction, InputEvent, InputSource};
 use crate::llm::error::Error;
 use crate::llm::event_stream::AssistantMessageEventStream;
 use crate::llm::message::{AssistantMessage, Context, StopReason};
 use crate::llm::model::Model;
 use crate::llm::models::{ModelRegistry, RequestAuth};
-use crate::llm::options::{RetryPolicy, StreamOptions};
+use crate::llm::options::{PayloadHook, ResponseHook, ResponseInfo, RetryPolicy, StreamOptions};
 use crate::llm::thinking::ThinkingLevel;
 use crate::session::{
     CompactionSummaryMessage, ExtensionMessage, SessionContext, SessionError, SessionManager,
@@ -105,6 +102,11 @@ pub(super) struct State {
     pub(super) branch_summary_cancel: Option<CancellationToken>,
     pub(super) retry_cancel: Option<CancellationToken>,
     pub(super) model_fallback_message: Option<String>,
+    /// Stops the person's command that runs ([`AgentSession::execute_bash`]).
+    pub(super) bash_cancel: Option<CancellationToken>,
+    /// Commands a person ran while the agent ran, recorded after the run.
+    #[cfg_attr(not(feature = "tools"), allow(dead_code))]
+    pub(super) pending_bash: Vec<AgentMessage>,
 }
 
 type Listener = dyn Fn(&AgentSessionEvent) + Send + Sync;
@@ -115,10 +117,14 @@ struct ListenerEntry {
     f: Box<Listener>,
 }
 
-pub(super) struct Inner {
+pub(crate) struct Inner {
     pub(super) agent: Agent,
     pub(super) session: Mutex<SessionManager>,
-    pub(super) registry: ModelRegistry,
+    /// Replaced as a whole when an extension registers a provider: a call reads the
+    /// registry it started with.
+    registry: std::sync::RwLock<Arc<ModelRegistry>>,
+    /// Every tool the session knows; the agent's are the active ones.
+    pub(super) all_tools: Mutex<Vec<Arc<dyn crate::agent::AgentTool>>>,
     /// Models known beyond the registry (given to the builder).
     pub(super) models: Vec<Model>,
     /// The application's stream function; `None`: the registry's `stream_simple`.
@@ -139,6 +145,8 @@ pub(super) struct Inner {
     pub(super) write_gate: Arc<tokio::sync::Mutex<()>>,
     /// The session's extensions (`None`: none were given).
     pub(crate) extensions: Option<Arc<ExtensionRunner>>,
+    /// This session, weakly (for the hooks it hands to its model calls).
+    weak: Weak<Inner>,
 }
 
 /// Locks a mutex; the state behind each lock stays consistent across a panic (updates are
@@ -155,7 +163,7 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Cheap to clone (an `Arc`); `Send + Sync`. See the [module docs](super) for an example.
 #[derive(Clone)]
 pub struct AgentSession {
-    pub(super) inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl fmt::Debug for AgentSession {
@@ -231,6 +239,7 @@ enum Retry {
 pub(super) struct Parts {
     pub(super) session: SessionManager,
     pub(super) registry: ModelRegistry,
+    pub(super) all_tools: Vec<Arc<dyn crate::agent::AgentTool>>,
     pub(super) models: Vec<Model>,
     pub(super) stream: Option<Arc<dyn StreamFn>>,
     pub(super) options: StreamOptions,
@@ -247,10 +256,11 @@ pub(super) enum AfterCheck {
 
 impl Inner {
     pub(super) fn new(agent_for: impl FnOnce(&Weak<Inner>) -> Agent, parts: Parts) -> Arc<Inner> {
-        let inner = Arc::new_cyclic(|weak| Inner {
+        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| Inner {
             agent: agent_for(weak),
             session: Mutex::new(parts.session),
-            registry: parts.registry,
+            registry: std::sync::RwLock::new(Arc::new(parts.registry)),
+            all_tools: Mutex::new(parts.all_tools),
             models: parts.models,
             stream: parts.stream,
             options: Mutex::new(parts.options),
@@ -263,6 +273,7 @@ impl Inner {
             auth: Mutex::new(None),
             write_gate: Arc::new(tokio::sync::Mutex::new(())),
             extensions: parts.extensions,
+            weak: weak.clone(),
         });
         let weak = Arc::downgrade(&inner);
         inner.agent.subscribe_hook(move |event, agent| {
@@ -275,6 +286,20 @@ impl Inner {
 
     pub(super) fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
+    }
+
+    /// The model registry as it is now.
+    pub(super) fn registry(&self) -> Arc<ModelRegistry> {
+        self.registry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Changes the registry (copy on write: calls under way keep the one they read).
+    pub(super) fn update_registry<R>(&self, f: impl FnOnce(&mut ModelRegistry) -> R) -> R {
+        let mut guard = self.registry.write().unwrap_or_else(|e| e.into_inner());
+        f(Arc::make_mut(&mut guard))
     }
 
     pub(super) fn session(&self) -> MutexGuard<'_, SessionManager> {
@@ -296,7 +321,64 @@ impl Inner {
             options.retry = Some(RetryPolicy::none());
         }
         options.max_retry_delay_ms.get_or_insert(retry.max_delay_ms);
+        self.add_provider_hooks(&mut options);
         self.agent.set_options(options);
+    }
+
+    /// The extensions' `before_provider_request` and `after_provider_response`, after the
+    /// application's own hooks.
+    fn add_provider_hooks(&self, options: &mut StreamOptions) {
+        let Some(runner) = &self.extensions else {
+            return;
+        };
+        let (request, response) = runner.has_provider_hooks();
+        if request {
+            let app = options.on_payload.take();
+            let weak = self.weak.clone();
+            options.on_payload = Some(PayloadHook::new_async(move |body| {
+                let app = app.clone();
+                let weak = weak.clone();
+                async move {
+                    let body = match &app {
+                        Some(hook) => hook.apply(body).await,
+                        None => body,
+                    };
+                    let Some(inner) = weak.upgrade() else {
+                        return body;
+                    };
+                    let Some(runner) = inner.extensions.clone() else {
+                        return body;
+                    };
+                    let session = AgentSession { inner };
+                    runner.before_provider_request(&session, body).await
+                }
+            }));
+        }
+        if response {
+            let app = options.on_response.take();
+            let weak = self.weak.clone();
+            options.on_response = Some(ResponseHook::new(move |info: ResponseInfo| {
+                let app = app.clone();
+                let weak = weak.clone();
+                async move {
+                    if let Some(hook) = &app {
+                        hook.call(info.clone()).await;
+                    }
+                    let Some(inner) = weak.upgrade() else {
+                        return;
+                    };
+                    let Some(runner) = inner.extensions.clone() else {
+                        return;
+                    };
+                    let session = AgentSession { inner };
+                    let event = crate::extensions::ProviderResponseEvent {
+                        status: info.status,
+                        headers: info.headers,
+                    };
+                    runner.after_provider_response(&session, event).await;
+                }
+            }));
+        }
     }
 
     // ----- events -------------------------------------------------------------------
@@ -337,7 +419,9 @@ impl Inner {
     }
 
     fn emit_agent(&self, event: &AgentEvent) {
-        if lock(&self.listeners).is_empty() && self.extensions.is_none() {
+        // An event is cloned only for someone who looks at it.
+        let observed = self.extensions.as_ref().is_some_and(|r| r.has_observers());
+        if lock(&self.listeners).is_empty() && !observed {
             return;
         }
         self.dispatch(&AgentSessionEvent::Agent(event.clone()));
@@ -440,6 +524,14 @@ impl Inner {
     /// Writes a message that ended: user, assistant and tool results (and other roles, such
     /// as `bashExecution`) as `message` entries, extension messages (`custom`) as
     /// `custom_message` entries. Summaries are entries of their own and not written here.
+    #[cfg(feature = "tools")]
+    pub(super) async fn persist_message(
+        self: &Arc<Self>,
+        message: &AgentMessage,
+    ) -> Result<(), SessionError> {
+        self.persist(message).await
+    }
+
     async fn persist(self: &Arc<Self>, message: &AgentMessage) -> Result<(), SessionError> {
         match message {
             AgentMessage::Custom(c) if c.role() == ExtensionMessage::ROLE => {
@@ -623,6 +715,7 @@ impl Inner {
             &st.retry_cancel,
             &st.compaction_cancel,
             &st.branch_summary_cancel,
+            &st.bash_cancel,
         ]
         .into_iter()
         .flatten()
@@ -846,7 +939,7 @@ impl Inner {
     /// Resolves the key and headers of the next call (the agent's `get_api_key` hook).
     pub(super) async fn resolve_auth(&self) -> Option<crate::llm::options::ApiKey> {
         let model = self.model();
-        let auth = self.registry.request_auth(&model).await;
+        let auth = self.registry().request_auth(&model).await;
         let key = auth.as_ref().ok().and_then(|a| a.api_key.clone());
         *lock(&self.auth) = Some(auth);
         key
@@ -859,7 +952,7 @@ impl Inner {
     }
 
     pub(super) fn check_auth(&self, model: &Model) -> Result<(), AgentSessionError> {
-        if self.needs_auth() && !self.registry.has_auth(model) {
+        if self.needs_auth() && !self.registry().has_auth(model) {
             return Err(AgentSessionError::NoApiKey {
                 provider: model.provider.clone(),
             });
@@ -1159,7 +1252,16 @@ impl AgentSession {
         }
         inner.state().last_assistant = None;
         let outcome = inner.agent.prompt(input).await?;
-        inner.after_run(&op, outcome).await
+        let outcome = inner.after_run(&op, outcome).await;
+        self.after_operation().await?;
+        outcome
+    }
+
+    /// What waits for a run to end: the commands a person ran meanwhile.
+    async fn after_operation(&self) -> Result<(), AgentSessionError> {
+        #[cfg(feature = "tools")]
+        self.flush_pending_bash().await?;
+        Ok(())
     }
 
     // ----- extensions' calls ------------------------------------------------------------
@@ -1238,60 +1340,12 @@ impl AgentSession {
         Ok(())
     }
 
-    /// The names and descriptions of the commands the session's extensions registered.
-    pub fn commands(&self) -> Vec<(String, Option<String>)> {
-        self.inner.extensions.as_ref().map_or_else(Vec::new, |r| {
-            r.commands()
-                .map(|(n, d)| (n.to_owned(), d.map(str::to_owned)))
-                .collect()
-        })
-    }
-
     /// The names of the session's extensions, in order.
     pub fn extension_names(&self) -> Vec<String> {
         self.inner
             .extensions
             .as_ref()
             .map_or_else(Vec::new, |r| r.names().to_vec())
-    }
-
-    /// Starts a new session as [`new_session`](Self::new_session) does, after asking the
-    /// extensions (`session_before_switch`, reason `new`: any may cancel), and tells them
-    /// (`session_start`, reason `new`). Returns false when an extension cancelled (pi's
-    /// `newSession()`).
-    ///
-    /// # Errors
-    ///
-    /// As [`new_session`](Self::new_session).
-    ///
-    /// # Cancellation
-    ///
-    /// Dropped while an extension is asked, nothing changes.
-    pub async fn request_new_session(&self) -> Result<bool, AgentSessionError> {
-        let runner = self.inner.extensions.clone();
-        if let Some(runner) = &runner {
-            runner.ensure_started(self).await;
-            let event = SessionBeforeSwitchEvent {
-                reason: SwitchReason::New,
-            };
-            if runner.session_before_switch(self, event).await {
-                return Ok(false);
-            }
-        }
-        let previous = self.session_file();
-        self.new_session()?;
-        if let Some(runner) = &runner {
-            runner
-                .session_start(
-                    self,
-                    SessionStartEvent {
-                        reason: SessionStartReason::New,
-                        previous_session_file: previous,
-                    },
-                )
-                .await;
-        }
-        Ok(true)
     }
 
     /// Continues the conversation without a new message (pi's `continue`): retries after a
@@ -1317,7 +1371,9 @@ impl AgentSession {
         inner.check_auth(&inner.model())?;
         inner.state().last_assistant = None;
         let outcome = inner.agent.continue_run().await?;
-        inner.after_run(&op, outcome).await
+        let outcome = inner.after_run(&op, outcome).await;
+        self.after_operation().await?;
+        outcome
     }
 
     fn queue_text(input: &PromptInput) -> String {

@@ -2,10 +2,17 @@
 //! summaries, new sessions, switching, forking (pi's `navigateTree`, `newSession`,
 //! `switchSession`, `fork`).
 
+use std::path::PathBuf;
+
 use super::builder::{Finder, Restore, restore};
 use super::error::AgentSessionError;
 use super::session::{AgentSession, lock};
 use crate::agent::AgentMessage;
+use crate::extensions::{
+    BranchSummaryText, SessionBeforeForkEvent, SessionBeforeSwitchEvent, SessionBeforeTreeEvent,
+    SessionStartEvent, SessionStartReason, SessionTreeEvent, ShutdownReason, SwitchReason,
+    TreePreparation,
+};
 use crate::session::compaction::{
     BranchSummaryOptions, collect_entries_for_branch_summary, generate_branch_summary,
 };
@@ -67,8 +74,10 @@ pub struct NavigateResult {
     /// When the target was a user (or custom) message: its text, for the editor (the
     /// conversation continues from before it).
     pub editor_text: Option<String>,
-    /// True when nothing moved because the summary was aborted.
+    /// True when nothing moved: the summary was aborted, or an extension cancelled.
     pub cancelled: bool,
+    /// The extension that cancelled the move (`session_before_tree`).
+    pub cancelled_by: Option<String>,
     /// True when the summary was aborted.
     pub aborted: bool,
     /// The branch summary written.
@@ -89,9 +98,35 @@ pub enum ForkPosition {
 /// What [`AgentSession::fork`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
+#[must_use]
 pub struct ForkResult {
     /// For [`ForkPosition::Before`]: the text of the user message forked before.
     pub selected_text: Option<String>,
+    /// The extension that cancelled the fork (`session_before_fork`); nothing changed.
+    pub cancelled_by: Option<String>,
+}
+
+impl ForkResult {
+    /// True when an extension cancelled the fork.
+    pub fn cancelled(&self) -> bool {
+        self.cancelled_by.is_some()
+    }
+}
+
+/// What [`AgentSession::new_session`] and [`AgentSession::switch_session`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+#[must_use]
+pub struct SwitchResult {
+    /// The extension that cancelled the switch (`session_before_switch`); nothing changed.
+    pub cancelled_by: Option<String>,
+}
+
+impl SwitchResult {
+    /// True when an extension cancelled the switch.
+    pub fn cancelled(&self) -> bool {
+        self.cancelled_by.is_some()
+    }
 }
 
 impl AgentSession {
@@ -133,9 +168,48 @@ impl AgentSession {
                 collect_entries_for_branch_summary(&sm, old_leaf.as_deref(), target_id)?;
             (old_leaf, target, collected)
         };
-        let _ = old_leaf;
-        let mut summary = None;
-        if options.summarize && !collected.entries.is_empty() {
+        let mut options = options;
+        let mut provided: Option<BranchSummaryText> = None;
+        if let Some(runner) = inner.extensions.clone().filter(|r| r.has_before_tree()) {
+            let event = SessionBeforeTreeEvent {
+                preparation: TreePreparation {
+                    target_id: target_id.to_owned(),
+                    old_leaf_id: old_leaf.clone(),
+                    common_ancestor_id: collected.common_ancestor_id.clone(),
+                    entries_to_summarize: collected.entries.clone(),
+                    user_wants_summary: options.summarize,
+                    custom_instructions: options.custom_instructions.clone(),
+                    replace_instructions: options.replace_instructions,
+                    label: options.label.clone(),
+                },
+            };
+            let outcome = runner.session_before_tree(self, event, &op).await;
+            if let Some(by) = outcome.cancelled_by {
+                return Ok(NavigateResult {
+                    cancelled: true,
+                    cancelled_by: Some(by),
+                    ..NavigateResult::default()
+                });
+            }
+            let d = outcome.decision;
+            if options.summarize {
+                provided = d.summary;
+            }
+            if d.custom_instructions.is_some() {
+                options.custom_instructions = d.custom_instructions;
+            }
+            if let Some(r) = d.replace_instructions {
+                options.replace_instructions = r;
+            }
+            if d.label.is_some() {
+                options.label = d.label;
+            }
+        }
+        let from_extension = provided.is_some();
+        // (summary text, details)
+        let mut summary: Option<(String, Option<serde_json::Value>)> =
+            provided.map(|p| (p.summary, p.details));
+        if summary.is_none() && options.summarize && !collected.entries.is_empty() {
             let cancel = op.child_token();
             inner.state().branch_summary_cancel = Some(cancel.clone());
             let generated = async {
@@ -150,7 +224,10 @@ impl AgentSession {
             .await;
             inner.state().branch_summary_cancel = None;
             match generated {
-                Ok(s) => summary = Some(s),
+                Ok(s) => {
+                    let details = Some(s.files.to_details());
+                    summary = Some((s.summary, details));
+                }
                 Err(e) if e.is_aborted() || cancel.is_cancelled() => {
                     return Ok(NavigateResult {
                         cancelled: true,
@@ -177,14 +254,12 @@ impl AgentSession {
         // Each entry is written through the session's writer (off the executor), one after
         // another; the manager's lock is held only between the writes.
         let summary_entry = match summary {
-            Some(s) => {
+            Some((text, details)) => {
                 let previous = inner.session().leaf_id().map(str::to_owned);
                 let from = new_leaf.clone();
-                let details = Some(s.files.to_details());
+                let hook = from_extension.then_some(true);
                 let written = inner
-                    .append(move |sm| {
-                        sm.branch_with_summary(from.as_deref(), s.summary, details, None)
-                    })
+                    .append(move |sm| sm.branch_with_summary(from.as_deref(), text, details, hook))
                     .await;
                 let id = match written {
                     Ok(id) => id,
@@ -259,9 +334,19 @@ impl AgentSession {
                 .await?;
         }
         inner.agent.set_messages(context.messages);
+        if let Some(runner) = inner.extensions.clone() {
+            let event = SessionTreeEvent {
+                new_leaf_id: inner.session().leaf_id().map(str::to_owned),
+                old_leaf_id: old_leaf,
+                from_extension: summary_entry.is_some().then_some(from_extension),
+                summary_entry: summary_entry.clone(),
+            };
+            runner.session_tree(self, event).await;
+        }
         Ok(NavigateResult {
             editor_text,
             cancelled: false,
+            cancelled_by: None,
             aborted: false,
             summary_entry,
         })
@@ -286,55 +371,131 @@ impl AgentSession {
     }
 
     /// Starts a new, empty session in the same directory, with the current model and
-    /// thinking level (pi's `newSession`). Queues are emptied.
+    /// thinking level (pi's `newSession`). Queues are emptied. The extensions are asked
+    /// first (`session_before_switch`, reason `new`: any may cancel), then told
+    /// (`session_shutdown`, then `session_start`, reason `new`).
     ///
     /// # Errors
     ///
     /// [`AgentSessionError::Busy`] while an operation runs; write errors.
-    pub fn new_session(&self) -> Result<(), AgentSessionError> {
-        let (_op, _guard) = self.inner.begin_op()?;
-        let _gate = self.inner.try_write_gate()?;
-        self.inner.session().new_session(NewSession::new());
-        self.reload()
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropped while an extension is asked, nothing changes; dropped later, the new session
+    /// may be in place without its `session_start`.
+    pub async fn new_session(&self) -> Result<SwitchResult, AgentSessionError> {
+        self.check_idle()?;
+        let runner = self.inner.extensions.clone();
+        if let Some(runner) = &runner {
+            runner.ensure_started(self).await;
+            let event = SessionBeforeSwitchEvent {
+                reason: SwitchReason::New,
+                target_session_file: None,
+            };
+            if let Some(by) = runner.session_before_switch(self, event).await {
+                return Ok(SwitchResult {
+                    cancelled_by: Some(by),
+                });
+            }
+        }
+        let previous = self.session_file();
+        self.shutdown_for(ShutdownReason::New, None).await;
+        {
+            let (_op, _guard) = self.inner.begin_op()?;
+            let _gate = self.inner.try_write_gate()?;
+            self.inner.session().new_session(NewSession::new());
+            self.reload()?;
+        }
+        self.started(SessionStartReason::New, previous).await;
+        Ok(SwitchResult::default())
     }
 
     /// Continues in another session (pi's `switchSession`): its model (when it can be
-    /// found), thinking level and context. Queues are emptied.
+    /// found), thinking level and context. Queues are emptied. The extensions are asked
+    /// first (`session_before_switch`, reason `resume`: any may cancel), then told
+    /// (`session_shutdown`, then `session_start`, reason `resume`).
     ///
     /// # Errors
     ///
     /// [`AgentSessionError::Busy`] while an operation runs; read and write errors.
-    pub fn switch_session(&self, session: SessionManager) -> Result<(), AgentSessionError> {
-        let (_op, _guard) = self.inner.begin_op()?;
-        let _gate = self.inner.try_write_gate()?;
-        *self.inner.session() = session;
-        self.reload()
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`new_session`](Self::new_session).
+    pub async fn switch_session(
+        &self,
+        session: SessionManager,
+    ) -> Result<SwitchResult, AgentSessionError> {
+        self.check_idle()?;
+        let target = session.session_file().map(PathBuf::from);
+        let runner = self.inner.extensions.clone();
+        if let Some(runner) = &runner {
+            runner.ensure_started(self).await;
+            let event = SessionBeforeSwitchEvent {
+                reason: SwitchReason::Resume,
+                target_session_file: target.clone(),
+            };
+            if let Some(by) = runner.session_before_switch(self, event).await {
+                return Ok(SwitchResult {
+                    cancelled_by: Some(by),
+                });
+            }
+        }
+        let previous = self.session_file();
+        self.shutdown_for(ShutdownReason::Resume, target).await;
+        {
+            let (_op, _guard) = self.inner.begin_op()?;
+            let _gate = self.inner.try_write_gate()?;
+            *self.inner.session() = session;
+            self.reload()?;
+        }
+        self.started(SessionStartReason::Resume, previous).await;
+        Ok(SwitchResult::default())
     }
 
     /// Continues in a new session holding this one's branch up to `entry_id` (pi's
     /// `fork`): before a user message (its text is returned), or at any entry. The new
-    /// session names this one as its parent.
+    /// session names this one as its parent. The extensions are asked first
+    /// (`session_before_fork`: any may cancel), then told (`session_shutdown`, then
+    /// `session_start`, reason `fork`).
     ///
     /// # Errors
     ///
     /// [`AgentSessionError::Busy`] while an operation runs,
     /// [`AgentSessionError::InvalidEntry`] for an unknown entry (or, before, one that is not
     /// a user message); read and write errors.
-    pub fn fork(
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`new_session`](Self::new_session).
+    pub async fn fork(
         &self,
         entry_id: &str,
         position: ForkPosition,
     ) -> Result<ForkResult, AgentSessionError> {
-        let (_op, _guard) = self.inner.begin_op()?;
-        let _gate = self.inner.try_write_gate()?;
+        self.check_idle()?;
+        let runner = self.inner.extensions.clone();
+        if let Some(runner) = &runner {
+            runner.ensure_started(self).await;
+            let event = SessionBeforeForkEvent {
+                entry_id: entry_id.to_owned(),
+                position,
+            };
+            if let Some(by) = runner.session_before_fork(self, event).await {
+                return Ok(ForkResult {
+                    selected_text: None,
+                    cancelled_by: Some(by),
+                });
+            }
+        }
         let invalid = || AgentSessionError::InvalidEntry {
             id: entry_id.to_owned(),
             reason: "Invalid entry ID for forking",
         };
-        {
-            let mut sm = self.inner.session();
+        let (target, selected_text) = {
+            let sm = self.inner.session();
             let entry = sm.entry(entry_id)?.ok_or_else(invalid)?;
-            let (target, selected_text) = match position {
+            match position {
                 ForkPosition::At => (Some(entry_id.to_owned()), None),
                 ForkPosition::Before => match &entry {
                     SessionEntry::Message(m) => match &m.message {
@@ -343,22 +504,45 @@ impl AgentSession {
                     },
                     _ => return Err(invalid()),
                 },
-            };
-            match target {
-                Some(leaf) => {
-                    sm.create_branched_session(&leaf)?;
-                }
-                None => {
-                    let mut new = NewSession::new();
-                    if let Some(file) = sm.session_file() {
-                        new = new.with_parent_session(file.display().to_string());
+            }
+        };
+        let previous = self.session_file();
+        self.shutdown_for(ShutdownReason::Fork, None).await;
+        {
+            let (_op, _guard) = self.inner.begin_op()?;
+            let _gate = self.inner.try_write_gate()?;
+            {
+                let mut sm = self.inner.session();
+                match target {
+                    Some(leaf) => {
+                        sm.create_branched_session(&leaf)?;
                     }
-                    sm.new_session(new);
+                    None => {
+                        let mut new = NewSession::new();
+                        if let Some(file) = sm.session_file() {
+                            new = new.with_parent_session(file.display().to_string());
+                        }
+                        sm.new_session(new);
+                    }
                 }
             }
-            drop(sm);
             self.reload()?;
-            Ok(ForkResult { selected_text })
+        }
+        self.started(SessionStartReason::Fork, previous).await;
+        Ok(ForkResult {
+            selected_text,
+            cancelled_by: None,
+        })
+    }
+
+    /// `session_start` after the session was replaced.
+    async fn started(&self, reason: SessionStartReason, previous: Option<PathBuf>) {
+        if let Some(runner) = self.inner.extensions.clone() {
+            let event = SessionStartEvent {
+                reason,
+                previous_session_file: previous,
+            };
+            runner.session_start(self, event).await;
         }
     }
 
@@ -368,12 +552,13 @@ impl AgentSession {
         let inner = &self.inner;
         let current = inner.model();
         let default_level = inner.state().settings.default_thinking_level;
+        let registry = inner.registry();
         let restored = {
             let mut sm = inner.session();
             restore(
                 &mut sm,
                 &Finder {
-                    registry: &inner.registry,
+                    registry: &registry,
                     models: &inner.models,
                     needs_auth: inner.needs_auth(),
                 },

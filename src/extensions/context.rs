@@ -8,12 +8,23 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::command::CommandInfo;
 use super::deadline::UiClock;
+use super::exec::{ExecOptions, ExecResult};
+use super::flag::FlagValue;
+use super::provider::ProviderConfig;
 use super::runner::ExtensionRunner;
 use super::ui::Ui;
 use crate::agent::{AgentTool, PromptInput};
-use crate::agent_session::{AgentSession, AgentSessionError};
-use crate::session::ExtensionMessage;
+use crate::agent_session::{
+    AgentSession, AgentSessionError, ContextUsage, ForkPosition, ForkResult, NavigateOptions,
+    NavigateResult, SwitchResult, ToolInfo,
+};
+use crate::llm::model::Model;
+use crate::llm::models::{ModelRegistry, ModelsJsonError};
+use crate::llm::thinking::ThinkingLevel;
+use crate::session::compaction::CompactionResult;
+use crate::session::{ExtensionMessage, SessionManager};
 
 /// How a message sent while the agent runs is delivered (pi's `deliverAs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -227,21 +238,222 @@ impl ExtensionContext {
     /// Adds a tool at run time (pi's `registerTool` after loading): the model can call it
     /// from the next model call on. A tool of the same name is replaced.
     pub fn register_tool(&self, tool: impl AgentTool) {
-        let tool: Arc<dyn AgentTool> = Arc::new(tool);
-        let mut tools = self.session.agent().state().tools.clone();
-        tools.retain(|t| t.name() != tool.name());
-        tools.push(tool);
-        self.session.agent().set_tools(tools);
+        self.session.register_tool(tool);
     }
 
-    /// The names of the tools the model can call now.
+    /// The names of the tools the model can call now (pi's `getActiveTools`).
     pub fn active_tools(&self) -> Vec<String> {
-        self.session
-            .agent()
-            .state()
-            .tools
-            .iter()
-            .map(|t| t.name().to_owned())
-            .collect()
+        self.session.active_tools()
+    }
+
+    /// Every tool the session knows, active or not (pi's `getAllTools`).
+    pub fn all_tools(&self) -> Vec<ToolInfo> {
+        self.session.all_tools()
+    }
+
+    /// Makes exactly the named tools callable (pi's `setActiveTools`); unknown names are
+    /// ignored.
+    pub fn set_active_tools<S: AsRef<str>>(&self, names: &[S]) {
+        self.session.set_active_tools(names);
+    }
+
+    /// The commands the session's extensions registered (pi's `getCommands`).
+    pub fn commands(&self) -> Vec<CommandInfo> {
+        self.session.commands()
+    }
+
+    /// The value of a flag an extension registered (pi's `getFlag`): what the front end set,
+    /// else its default.
+    pub fn flag(&self, name: &str) -> Option<FlagValue> {
+        self.runner.flag(name)
+    }
+
+    /// The current model (pi's `ctx.model`).
+    pub fn model(&self) -> Model {
+        self.session.model()
+    }
+
+    /// The session's model registry, as it is now (pi's `ctx.modelRegistry`).
+    pub fn model_registry(&self) -> std::sync::Arc<ModelRegistry> {
+        self.session.model_registry()
+    }
+
+    /// Switches the model (pi's `setModel`): `Ok(false)` when there are no credentials for
+    /// it.
+    ///
+    /// # Errors
+    ///
+    /// A session write error.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`AgentSession::set_model`].
+    pub async fn set_model(&self, model: Model) -> Result<bool, AgentSessionError> {
+        match self.session.set_model(model).await {
+            Ok(()) => Ok(true),
+            Err(AgentSessionError::NoApiKey { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The thinking level (pi's `getThinkingLevel`).
+    pub fn thinking_level(&self) -> ThinkingLevel {
+        self.session.thinking_level()
+    }
+
+    /// Sets the thinking level, clamped to what the model offers (pi's `setThinkingLevel`);
+    /// returns the level in force.
+    ///
+    /// # Errors
+    ///
+    /// A session write error.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`AgentSession::set_thinking_level`].
+    pub async fn set_thinking_level(
+        &self,
+        level: ThinkingLevel,
+    ) -> Result<ThinkingLevel, AgentSessionError> {
+        self.session.set_thinking_level(level).await
+    }
+
+    /// How full the model's window is (pi's `getContextUsage`).
+    pub fn context_usage(&self) -> Option<ContextUsage> {
+        self.session.context_usage()
+    }
+
+    /// The system prompt the model gets now (pi's `getSystemPrompt`; inside
+    /// `before_agent_start`, the event's `system_prompt` is the one being built).
+    pub fn system_prompt(&self) -> String {
+        self.session.agent().state().system_prompt.clone()
+    }
+
+    /// Whether messages are queued for the agent (pi's `hasPendingMessages`).
+    pub fn has_pending_messages(&self) -> bool {
+        self.session.pending_message_count() > 0
+    }
+
+    /// Asks the front end to end the program (pi's `shutdown`): it sees
+    /// [`AgentSession::is_shutdown_requested`] and
+    /// [`AgentSession::shutdown_requested`], and decides when.
+    pub fn shutdown(&self) {
+        self.runner.request_shutdown();
+    }
+
+    /// Compacts the context (pi's `compact`): aborts what runs, then summarizes, on a task
+    /// of its own — await the handle for the result (pi's `onComplete`/`onError`). Awaiting
+    /// it inside a handler of the run it aborts would wait for that handler: do not, there.
+    pub fn compact(
+        &self,
+        custom_instructions: Option<String>,
+    ) -> tokio::task::JoinHandle<Result<CompactionResult, AgentSessionError>> {
+        let session = self.session.clone();
+        tokio::spawn(async move { session.compact(custom_instructions.as_deref()).await })
+    }
+
+    /// Runs `program` with `args` — no shell — in the session's directory, stdin closed, in
+    /// its own process group (pi's `exec`). It is stopped (`SIGTERM` to the group, `SIGKILL`
+    /// 5 s later) when `options.timeout` passes, `options.cancel` fires or this handler
+    /// call's own token does (its deadline, an abort). At most
+    /// [`MAX_EXEC_OUTPUT`](super::MAX_EXEC_OUTPUT) bytes of each stream are kept.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future kills the program's process group.
+    pub async fn exec(&self, program: &str, args: &[&str], options: ExecOptions) -> ExecResult {
+        let cwd = options.cwd.unwrap_or_else(|| self.cwd());
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        super::exec::exec(
+            program,
+            &args,
+            cwd,
+            options.timeout,
+            [Some(self.cancel.clone()), options.cancel],
+        )
+        .await
+    }
+
+    /// Sends `data` on `channel` of the extensions' event bus (pi's `pi.events.emit`): the
+    /// handlers registered with [`ExtensionApi::on_bus_event`](super::ExtensionApi::on_bus_event)
+    /// run on a task of their own. Returns at once.
+    pub fn emit_bus_event(&self, channel: &str, data: Value) {
+        self.runner.emit_bus(&self.session, channel, data);
+    }
+
+    /// Adds or changes a provider and its models at run time (pi's `registerProvider`).
+    ///
+    /// # Errors
+    ///
+    /// An invalid provider entry (nothing changes).
+    pub fn register_provider(
+        &self,
+        name: &str,
+        config: ProviderConfig,
+    ) -> Result<(), ModelsJsonError> {
+        self.session.register_provider(&self.runner, name, config)
+    }
+
+    /// Removes a provider registered at run time (pi's `unregisterProvider`).
+    pub fn unregister_provider(&self, name: &str) {
+        self.session.unregister_provider(&self.runner, name);
+    }
+
+    /// Waits until the session is idle (pi's `waitForIdle`, for commands). Inside a handler
+    /// of a run it waits for that run — and so for itself — until the deadline: do not.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only waits.
+    pub async fn wait_for_idle(&self) {
+        self.session.wait_for_idle().await;
+    }
+
+    /// Starts a new session (pi's `newSession`), as [`AgentSession::new_session`].
+    ///
+    /// # Errors
+    ///
+    /// As [`AgentSession::new_session`].
+    pub async fn new_session(&self) -> Result<SwitchResult, AgentSessionError> {
+        self.session.new_session().await
+    }
+
+    /// Continues in another session (pi's `switchSession`), as
+    /// [`AgentSession::switch_session`].
+    ///
+    /// # Errors
+    ///
+    /// As [`AgentSession::switch_session`].
+    pub async fn switch_session(
+        &self,
+        session: SessionManager,
+    ) -> Result<SwitchResult, AgentSessionError> {
+        self.session.switch_session(session).await
+    }
+
+    /// Forks the session (pi's `fork`), as [`AgentSession::fork`].
+    ///
+    /// # Errors
+    ///
+    /// As [`AgentSession::fork`].
+    pub async fn fork(
+        &self,
+        entry_id: &str,
+        position: ForkPosition,
+    ) -> Result<ForkResult, AgentSessionError> {
+        self.session.fork(entry_id, position).await
+    }
+
+    /// Moves in the session tree (pi's `navigateTree`), as [`AgentSession::navigate_tree`].
+    ///
+    /// # Errors
+    ///
+    /// As [`AgentSession::navigate_tree`].
+    pub async fn navigate_tree(
+        &self,
+        target_id: &str,
+        options: NavigateOptions,
+    ) -> Result<NavigateResult, AgentSessionError> {
+        self.session.navigate_tree(target_id, options).await
     }
 }

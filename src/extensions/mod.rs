@@ -61,17 +61,43 @@
 //! every event, its payload, what it may return and how results combine.
 
 mod api;
+// What benches/extensions.rs measures. Not API: hidden, no stability promise.
+#[doc(hidden)]
+#[path = "bench.rs"]
+pub mod __bench;
+mod command;
 mod context;
 mod deadline;
 mod events;
+mod exec;
+mod flag;
+mod process;
+mod provider;
+mod render;
 pub(crate) mod runner;
 mod ui;
 
 pub use api::{DEFAULT_HANDLER_TIMEOUT, Extension, ExtensionApi, HandlerError, HandlerResult};
+pub use command::{CommandInfo, Completion, ShortcutInfo};
 pub use context::{Delivery, ExtensionContext};
+#[cfg(feature = "tools")]
+pub use events::UserBashAction;
 pub use events::{
-    BeforeAgentStart, BeforeAgentStartEvent, Cancel, ContextEvent, InputAction, InputEvent,
-    InputSource, SessionBeforeSwitchEvent, SessionStartEvent, SessionStartReason, SwitchReason,
-    ToolCallEvent, ToolCallVerdict, ToolResultEvent, ToolResultPatch,
+    BeforeAgentStart, BeforeAgentStartEvent, BranchSummaryText, Cancel, CompactDecision,
+    ContextEvent, DiscoveredResources, InputAction, InputEvent, InputSource, MessageEndEvent,
+    ModelSelectEvent, ModelSelectSource, ProviderRequestEvent, ProviderResponseEvent, Resources,
+    ResourcesDiscoverEvent, ResourcesReason, SessionBeforeCompactEvent, SessionBeforeForkEvent,
+    SessionBeforeSwitchEvent, SessionBeforeTreeEvent, SessionCompactEvent, SessionShutdownEvent,
+    SessionStartEvent, SessionStartReason, SessionTreeEvent, ShutdownReason, SwitchReason,
+    ThinkingLevelSelectEvent, ToolCallEvent, ToolCallVerdict, ToolResultEvent, ToolResultPatch,
+    TreeDecision, TreePreparation, UserBashEvent,
 };
+pub use exec::{ExecOptions, ExecResult, MAX_EXEC_OUTPUT};
+pub use flag::{Flag, FlagInfo, FlagKind, FlagValue};
+pub use process::{
+    DEFAULT_MAX_LINE_BYTES, PROTOCOL_VERSION, ProcessCallError, ProcessExtension,
+    ProcessExtensionError, ProcessExtensionOptions,
+};
+pub use provider::ProviderConfig;
+pub use render::{MessageRenderOptions, RenderedMessage};
 pub use ui::{ExtensionUi, NoUi, NotifyKind, Ui};

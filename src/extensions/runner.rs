@@ -3,6 +3,7 @@
 //! failure reported as an `extension_error` event and never raised into the session.
 
 use std::any::Any;
+use std::collections::HashMap;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -10,22 +11,66 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::FutureExt;
-use serde_json::Map;
+use serde_json::{Map, Value};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::api::{Command, Extension, Registered, Registrations};
+use super::api::{Command, Extension, Registered, Registrations, Renderer, Shortcut};
+use super::command::{CommandInfo, Completion, ShortcutInfo};
 use super::context::ExtensionContext;
 use super::deadline::{UiClock, with_deadline};
 use super::events::{
-    BeforeAgentStart, BeforeAgentStartEvent, Cancel, ContextEvent, InputAction, InputEvent,
-    SessionBeforeSwitchEvent, SessionStartEvent, ToolCallEvent, ToolCallVerdict, ToolResultEvent,
-    ToolResultPatch,
+    BeforeAgentStart, BeforeAgentStartEvent, Cancel, CompactDecision, ContextEvent,
+    DiscoveredResources, InputAction, InputEvent, MessageEndEvent, ModelSelectEvent,
+    ProviderRequestEvent, ProviderResponseEvent, Resources, ResourcesDiscoverEvent,
+    SessionBeforeCompactEvent, SessionBeforeForkEvent, SessionBeforeSwitchEvent,
+    SessionBeforeTreeEvent, SessionCompactEvent, SessionShutdownEvent, SessionStartEvent,
+    SessionTreeEvent, ThinkingLevelSelectEvent, ToolCallEvent, ToolCallVerdict, ToolResultEvent,
+    ToolResultPatch, TreeDecision,
 };
+#[cfg(feature = "tools")]
+use super::events::{UserBashAction, UserBashEvent};
+use super::flag::{FlagInfo, FlagValue};
+use super::provider::ProviderConfig;
+use super::render::{MessageRenderOptions, RenderedMessage};
 use super::ui::ExtensionUi;
 use crate::agent::{AgentMessage, AgentTool, CustomMessage, PromptInput};
 use crate::agent_session::{AgentSession, AgentSessionEvent};
 use crate::llm::message::ImageContent;
+use crate::providers::ApiProvider;
 use crate::session::ExtensionMessage;
+use crate::session::compaction::CompactionResult;
+
+/// An api implementation an extension's provider installed: the provider, the api, and
+/// what it replaced.
+type InstalledStream = (String, String, Option<Arc<dyn ApiProvider>>);
+
+/// What the `tool_call` handlers decided about one call.
+#[derive(Debug, Default)]
+pub(crate) struct ToolCallOutcome {
+    /// The extension that blocked it, and the reason.
+    pub(crate) blocked: Option<(String, Option<String>)>,
+    /// The arguments to run with, when a handler rewrote them.
+    pub(crate) input: Option<Map<String, Value>>,
+}
+
+/// What the `session_before_compact` handlers decided.
+#[derive(Debug, Default)]
+pub(crate) struct CompactOutcome {
+    /// The extension that cancelled the compaction.
+    pub(crate) cancelled_by: Option<String>,
+    /// The compaction an extension provided.
+    pub(crate) compaction: Option<CompactionResult>,
+}
+
+/// What the `session_before_tree` handlers decided.
+#[derive(Debug, Default)]
+pub(crate) struct TreeOutcome {
+    /// The extension that cancelled the move.
+    pub(crate) cancelled_by: Option<String>,
+    /// Every answer, merged in order (a later field wins).
+    pub(crate) decision: TreeDecision,
+}
 
 /// The session's extensions and everything they registered, in registration order.
 pub(crate) struct ExtensionRunner {
@@ -40,6 +85,13 @@ pub(crate) struct ExtensionRunner {
     next_turn: Mutex<Vec<AgentMessage>>,
     observers: Option<tokio::sync::mpsc::UnboundedSender<AgentSessionEvent>>,
     observer_rx: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<AgentSessionEvent>>>,
+    /// Flag values set by the front end (a flag not set has its default).
+    flag_values: Mutex<HashMap<String, FlagValue>>,
+    shutdown_requested: AtomicBool,
+    shutdown_notify: Notify,
+    /// Apis whose implementation an extension's provider registered, with what they
+    /// replaced, to restore when the provider goes.
+    provider_streams: Mutex<Vec<InstalledStream>>,
 }
 
 impl fmt::Debug for ExtensionRunner {
@@ -77,17 +129,7 @@ impl ExtensionRunner {
         let mut names = Vec::new();
         for (i, ext) in extensions.iter().enumerate() {
             names.push(ext.name().to_owned());
-            let r = ext.register(i).registrations;
-            regs.tool_call.extend(r.tool_call);
-            regs.tool_result.extend(r.tool_result);
-            regs.context.extend(r.context);
-            regs.input.extend(r.input);
-            regs.before_agent_start.extend(r.before_agent_start);
-            regs.session_start.extend(r.session_start);
-            regs.session_before_switch.extend(r.session_before_switch);
-            regs.event.extend(r.event);
-            regs.tools.extend(r.tools);
-            regs.commands.extend(r.commands);
+            regs.extend(ext.register(i).registrations);
         }
         let tools = std::mem::take(&mut regs.tools);
         let (observers, rx) = if regs.event.is_empty() {
@@ -106,6 +148,10 @@ impl ExtensionRunner {
             next_turn: Mutex::new(Vec::new()),
             observers,
             observer_rx: Mutex::new(rx),
+            flag_values: Mutex::new(HashMap::new()),
+            shutdown_requested: AtomicBool::new(false),
+            shutdown_notify: Notify::new(),
+            provider_streams: Mutex::new(Vec::new()),
         };
         (Arc::new(runner), tools)
     }
@@ -170,7 +216,13 @@ impl ExtensionRunner {
         }
     }
 
-    fn report(&self, session: &AgentSession, extension: usize, event: &str, error: &str) {
+    pub(crate) fn report(
+        &self,
+        session: &AgentSession,
+        extension: usize,
+        event: &str,
+        error: &str,
+    ) {
         tracing::warn!(
             target: "pi_engine::extensions",
             extension = self.name(extension),
@@ -195,31 +247,74 @@ impl ExtensionRunner {
         !self.regs.context.is_empty()
     }
 
-    /// `tool_call`: the first block wins; a failing handler blocks.
+    pub(crate) fn has_message_end(&self) -> bool {
+        !self.regs.message_end.is_empty()
+    }
+
+    pub(crate) fn has_provider_hooks(&self) -> (bool, bool) {
+        (
+            !self.regs.before_provider_request.is_empty(),
+            !self.regs.after_provider_response.is_empty(),
+        )
+    }
+
+    /// Runs every handler of an observe-only event, in order.
+    async fn notify_all<E: Clone>(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event_name: &'static str,
+        regs: &[Registered<E, ()>],
+        event: E,
+    ) {
+        for r in regs {
+            let _ = self.call(session, event_name, r, event.clone(), None).await;
+        }
+    }
+
+    /// Says which extension changed what (a `tracing` event, target
+    /// `pi_engine::extensions`, and the session's `extension_action` event).
+    fn acted(&self, session: &AgentSession, extension: usize, event: &str, action: &str) {
+        let name = self.name(extension);
+        tracing::info!(target: "pi_engine::extensions", extension = name, event, action, "extension acted");
+        session.emit_extension_action(name, event, action);
+    }
+
+    /// `tool_call`: the first block wins; rewrites chain; a failing handler blocks.
     pub(crate) async fn tool_call(
         self: &Arc<Self>,
         session: &AgentSession,
-        event: ToolCallEvent,
+        mut event: ToolCallEvent,
         cancel: &CancellationToken,
-    ) -> Option<(String, ToolCallVerdict)> {
+    ) -> ToolCallOutcome {
+        let mut outcome = ToolCallOutcome::default();
         for r in &self.regs.tool_call {
             match self
                 .call(session, "tool_call", r, event.clone(), Some(cancel))
                 .await
             {
-                Ok(Some(v)) if v.block => return Some((self.name(r.extension).to_owned(), v)),
+                Ok(Some(v)) if v.block => {
+                    self.acted(session, r.extension, "tool_call", "blocked");
+                    outcome.blocked = Some((self.name(r.extension).to_owned(), v.reason));
+                    return outcome;
+                }
+                Ok(Some(ToolCallVerdict {
+                    input: Some(input), ..
+                })) => {
+                    self.acted(session, r.extension, "tool_call", "rewrote the arguments");
+                    event.input = input.clone();
+                    outcome.input = Some(input);
+                }
                 Ok(_) => {}
                 Err(error) => {
-                    return Some((
+                    outcome.blocked = Some((
                         self.name(r.extension).to_owned(),
-                        ToolCallVerdict::block(format!(
-                            "Extension failed, blocking execution: {error}"
-                        )),
+                        Some(format!("Extension failed, blocking execution: {error}")),
                     ));
+                    return outcome;
                 }
             }
         }
-        None
+        outcome
     }
 
     /// `tool_result`: patches chain; a failing handler changes nothing.
@@ -235,6 +330,9 @@ impl ExtensionRunner {
                 .call(session, "tool_result", r, event.clone(), Some(cancel))
                 .await
             {
+                if p.content.is_none() && p.details.is_none() && p.is_error.is_none() {
+                    continue;
+                }
                 if let Some(c) = p.content {
                     event.content = c;
                 }
@@ -244,6 +342,7 @@ impl ExtensionRunner {
                 if let Some(e) = p.is_error {
                     event.is_error = e;
                 }
+                self.acted(session, r.extension, "tool_result", "rewrote the result");
                 patched = true;
             }
         }
@@ -261,18 +360,92 @@ impl ExtensionRunner {
         messages: Vec<AgentMessage>,
         cancel: &CancellationToken,
     ) -> Option<Vec<AgentMessage>> {
-        let mut current = messages;
+        // One copy for every handler: each gets the `Arc`, not the messages.
+        let mut current = Arc::new(messages);
         let mut changed = false;
         for r in &self.regs.context {
             let event = ContextEvent {
                 messages: current.clone(),
             };
             if let Ok(Some(m)) = self.call(session, "context", r, event, Some(cancel)).await {
-                current = m;
+                if m != *current {
+                    self.acted(session, r.extension, "context", "rewrote the context");
+                }
+                current = Arc::new(m);
                 changed = true;
             }
         }
-        changed.then_some(current)
+        changed.then(|| Arc::unwrap_or_clone(current))
+    }
+
+    /// `message_end`: replacements of the same role chain; another role is refused.
+    pub(crate) async fn message_end(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        message: &AgentMessage,
+    ) -> Option<AgentMessage> {
+        let mut current: Option<AgentMessage> = None;
+        for r in &self.regs.message_end {
+            let event = MessageEndEvent {
+                message: current.clone().unwrap_or_else(|| message.clone()),
+            };
+            if let Ok(Some(m)) = self.call(session, "message_end", r, event, None).await {
+                if m.role() != message.role() {
+                    self.report(
+                        session,
+                        r.extension,
+                        "message_end",
+                        "message_end handlers must return a message with the same role",
+                    );
+                    continue;
+                }
+                self.acted(session, r.extension, "message_end", "rewrote the message");
+                current = Some(m);
+            }
+        }
+        current
+    }
+
+    /// `before_provider_request`: replacements chain.
+    pub(crate) async fn before_provider_request(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        payload: Value,
+    ) -> Value {
+        let mut current = payload;
+        for r in &self.regs.before_provider_request {
+            let event = ProviderRequestEvent {
+                payload: current.clone(),
+            };
+            if let Ok(Some(p)) = self
+                .call(session, "before_provider_request", r, event, None)
+                .await
+            {
+                self.acted(
+                    session,
+                    r.extension,
+                    "before_provider_request",
+                    "rewrote the request",
+                );
+                current = p;
+            }
+        }
+        current
+    }
+
+    /// `after_provider_response`: every handler, in order.
+    pub(crate) async fn after_provider_response(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event: ProviderResponseEvent,
+    ) {
+        self.notify_all(
+            session,
+            "after_provider_response",
+            &self.regs.after_provider_response,
+            event,
+        )
+        .await;
     }
 
     /// `input`: transforms chain; `Handled` stops.
@@ -284,8 +457,12 @@ impl ExtensionRunner {
         let mut transformed = false;
         for r in &self.regs.input {
             match self.call(session, "input", r, event.clone(), None).await {
-                Ok(Some(InputAction::Handled)) => return InputAction::Handled,
+                Ok(Some(InputAction::Handled)) => {
+                    self.acted(session, r.extension, "input", "handled the input");
+                    return InputAction::Handled;
+                }
                 Ok(Some(InputAction::Transform { text, images })) => {
+                    self.acted(session, r.extension, "input", "transformed the input");
                     event.text = text;
                     if let Some(images) = images {
                         event.images = images;
@@ -331,6 +508,12 @@ impl ExtensionRunner {
             {
                 messages.extend(message);
                 if let Some(s) = system_prompt {
+                    self.acted(
+                        session,
+                        r.extension,
+                        "before_agent_start",
+                        "set the system prompt",
+                    );
                     system = s;
                     changed = true;
                 }
@@ -339,18 +522,15 @@ impl ExtensionRunner {
         (messages, changed.then_some(system))
     }
 
-    /// `session_start`, once per session handle (and again after a new session).
+    /// `session_start`, once per session handle (and again after a switch).
     pub(crate) async fn session_start(
         self: &Arc<Self>,
         session: &AgentSession,
         event: SessionStartEvent,
     ) {
         self.started.store(true, Ordering::Release);
-        for r in &self.regs.session_start {
-            let _ = self
-                .call(session, "session_start", r, event.clone(), None)
-                .await;
-        }
+        self.notify_all(session, "session_start", &self.regs.session_start, event)
+            .await;
     }
 
     /// `session_start` (startup) unless it was sent.
@@ -368,21 +548,279 @@ impl ExtensionRunner {
         }
     }
 
+    /// The first cancel of a `session_before_*` event: the extension that cancelled.
+    async fn first_cancel<E: Clone>(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event_name: &'static str,
+        regs: &[Registered<E, Cancel>],
+        event: E,
+    ) -> Option<String> {
+        for r in regs {
+            if let Ok(Some(Cancel { cancel: true })) =
+                self.call(session, event_name, r, event.clone(), None).await
+            {
+                self.acted(session, r.extension, event_name, "cancelled");
+                return Some(self.name(r.extension).to_owned());
+            }
+        }
+        None
+    }
+
     /// `session_before_switch`: the first cancel wins.
     pub(crate) async fn session_before_switch(
         self: &Arc<Self>,
         session: &AgentSession,
         event: SessionBeforeSwitchEvent,
-    ) -> bool {
-        for r in &self.regs.session_before_switch {
-            if let Ok(Some(Cancel { cancel: true })) = self
-                .call(session, "session_before_switch", r, event.clone(), None)
+    ) -> Option<String> {
+        self.first_cancel(
+            session,
+            "session_before_switch",
+            &self.regs.session_before_switch,
+            event,
+        )
+        .await
+    }
+
+    /// `session_before_fork`: the first cancel wins.
+    pub(crate) async fn session_before_fork(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event: SessionBeforeForkEvent,
+    ) -> Option<String> {
+        self.first_cancel(
+            session,
+            "session_before_fork",
+            &self.regs.session_before_fork,
+            event,
+        )
+        .await
+    }
+
+    /// `session_shutdown`: every handler.
+    pub(crate) async fn session_shutdown(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event: SessionShutdownEvent,
+    ) {
+        if !self.started.load(Ordering::Acquire) {
+            return;
+        }
+        self.notify_all(
+            session,
+            "session_shutdown",
+            &self.regs.session_shutdown,
+            event,
+        )
+        .await;
+    }
+
+    pub(crate) fn has_before_compact(&self) -> bool {
+        !self.regs.session_before_compact.is_empty()
+    }
+
+    /// `session_before_compact`: the first answer that cancels or brings a compaction wins.
+    pub(crate) async fn session_before_compact(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event: SessionBeforeCompactEvent,
+        cancel: &CancellationToken,
+    ) -> CompactOutcome {
+        for r in &self.regs.session_before_compact {
+            match self
+                .call(
+                    session,
+                    "session_before_compact",
+                    r,
+                    event.clone(),
+                    Some(cancel),
+                )
                 .await
             {
-                return true;
+                Ok(Some(CompactDecision { cancel: true, .. })) => {
+                    self.acted(session, r.extension, "session_before_compact", "cancelled");
+                    return CompactOutcome {
+                        cancelled_by: Some(self.name(r.extension).to_owned()),
+                        compaction: None,
+                    };
+                }
+                Ok(Some(CompactDecision {
+                    compaction: Some(c),
+                    ..
+                })) => {
+                    self.acted(
+                        session,
+                        r.extension,
+                        "session_before_compact",
+                        "provided the compaction",
+                    );
+                    return CompactOutcome {
+                        cancelled_by: None,
+                        compaction: Some(c),
+                    };
+                }
+                _ => {}
             }
         }
-        false
+        CompactOutcome::default()
+    }
+
+    /// `session_compact`: every handler.
+    pub(crate) async fn session_compact(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event: SessionCompactEvent,
+    ) {
+        self.notify_all(
+            session,
+            "session_compact",
+            &self.regs.session_compact,
+            event,
+        )
+        .await;
+    }
+
+    pub(crate) fn has_before_tree(&self) -> bool {
+        !self.regs.session_before_tree.is_empty()
+    }
+
+    /// `session_before_tree`: the first cancel wins; other answers merge in order.
+    pub(crate) async fn session_before_tree(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event: SessionBeforeTreeEvent,
+        cancel: &CancellationToken,
+    ) -> TreeOutcome {
+        let mut outcome = TreeOutcome::default();
+        for r in &self.regs.session_before_tree {
+            let Ok(Some(d)) = self
+                .call(
+                    session,
+                    "session_before_tree",
+                    r,
+                    event.clone(),
+                    Some(cancel),
+                )
+                .await
+            else {
+                continue;
+            };
+            if d.cancel {
+                self.acted(session, r.extension, "session_before_tree", "cancelled");
+                outcome.cancelled_by = Some(self.name(r.extension).to_owned());
+                return outcome;
+            }
+            let merged = &mut outcome.decision;
+            if d.summary.is_some() {
+                self.acted(
+                    session,
+                    r.extension,
+                    "session_before_tree",
+                    "provided the summary",
+                );
+                merged.summary = d.summary;
+            }
+            if d.custom_instructions.is_some() {
+                merged.custom_instructions = d.custom_instructions;
+            }
+            if d.replace_instructions.is_some() {
+                merged.replace_instructions = d.replace_instructions;
+            }
+            if d.label.is_some() {
+                merged.label = d.label;
+            }
+        }
+        outcome
+    }
+
+    /// `session_tree`: every handler.
+    pub(crate) async fn session_tree(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event: SessionTreeEvent,
+    ) {
+        self.notify_all(session, "session_tree", &self.regs.session_tree, event)
+            .await;
+    }
+
+    /// `model_select`: every handler.
+    pub(crate) async fn model_select(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event: ModelSelectEvent,
+    ) {
+        self.notify_all(session, "model_select", &self.regs.model_select, event)
+            .await;
+    }
+
+    /// `thinking_level_select`: every handler.
+    pub(crate) async fn thinking_level_select(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event: ThinkingLevelSelectEvent,
+    ) {
+        self.notify_all(
+            session,
+            "thinking_level_select",
+            &self.regs.thinking_level_select,
+            event,
+        )
+        .await;
+    }
+
+    /// `resources_discover`: paths collected from every handler.
+    pub(crate) async fn resources_discover(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event: ResourcesDiscoverEvent,
+    ) -> DiscoveredResources {
+        let mut found = DiscoveredResources::default();
+        for r in &self.regs.resources_discover {
+            if let Ok(Some(Resources {
+                skill_paths,
+                prompt_paths,
+                theme_paths,
+            })) = self
+                .call(session, "resources_discover", r, event.clone(), None)
+                .await
+            {
+                let name = self.name(r.extension).to_owned();
+                let tag = |paths: Vec<std::path::PathBuf>| {
+                    paths
+                        .into_iter()
+                        .map(|p| (p, name.clone()))
+                        .collect::<Vec<_>>()
+                };
+                found.skill_paths.extend(tag(skill_paths));
+                found.prompt_paths.extend(tag(prompt_paths));
+                found.theme_paths.extend(tag(theme_paths));
+            }
+        }
+        found
+    }
+
+    /// `user_bash`: the first answer wins.
+    #[cfg(feature = "tools")]
+    pub(crate) async fn user_bash(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        event: UserBashEvent,
+    ) -> Option<UserBashAction> {
+        for r in &self.regs.user_bash {
+            if let Ok(Some(action)) = self
+                .call(session, "user_bash", r, event.clone(), None)
+                .await
+            {
+                self.acted(session, r.extension, "user_bash", "took the command");
+                return Some(action);
+            }
+        }
+        None
+    }
+
+    /// Whether an extension observes the session's events (`on_event`).
+    pub(crate) fn has_observers(&self) -> bool {
+        self.observers.is_some()
     }
 
     /// Hands an event to the observers' task.
@@ -436,12 +874,276 @@ impl ExtensionRunner {
         self.regs.commands.iter().find(|c| c.name == name)
     }
 
-    /// The registered commands: name and description.
-    pub(crate) fn commands(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
+    /// The registered commands, in order.
+    pub(crate) fn commands(&self) -> Vec<CommandInfo> {
         self.regs
             .commands
             .iter()
-            .map(|c| (c.name.as_str(), c.description.as_deref()))
+            .map(|c| CommandInfo {
+                name: c.name.clone(),
+                description: c.description.clone(),
+                extension: self.name(c.extension).to_owned(),
+                has_completions: c.completions.is_some(),
+            })
+            .collect()
+    }
+
+    /// The argument completions of command `name` for `prefix`, under the command's
+    /// deadline; `None` when it has none (or they failed, which is reported).
+    pub(crate) async fn completions(
+        self: &Arc<Self>,
+        session: &AgentSession,
+        name: &str,
+        prefix: &str,
+    ) -> Option<Vec<Completion>> {
+        let command = self.command(name)?;
+        let f = command.completions.clone()?;
+        let timeout = command
+            .timeout
+            .unwrap_or(super::api::DEFAULT_HANDLER_TIMEOUT);
+        let clock = UiClock::default();
+        let prefix = prefix.to_owned();
+        let extension = command.extension;
+        let result = self
+            .guarded(timeout, &clock, || {
+                let fut = f(prefix);
+                Box::pin(async move { Ok::<_, super::HandlerError>(fut.await) })
+            })
+            .await;
+        match result {
+            Ok(items) => items,
+            Err(error) => {
+                self.report(session, extension, "command_completions", &error);
+                None
+            }
+        }
+    }
+
+    /// The registered shortcuts, in order.
+    pub(crate) fn shortcuts(&self) -> Vec<ShortcutInfo> {
+        self.regs
+            .shortcuts
+            .iter()
+            .map(|s| ShortcutInfo {
+                key: s.key.clone(),
+                description: s.description.clone(),
+                extension: self.name(s.extension).to_owned(),
+            })
+            .collect()
+    }
+
+    /// Runs the shortcut `key` (the first registered wins); false when there is none. A
+    /// failure is reported.
+    pub(crate) async fn run_shortcut(self: &Arc<Self>, session: &AgentSession, key: &str) -> bool {
+        let Some(shortcut): Option<Shortcut> =
+            self.regs.shortcuts.iter().find(|s| s.key == key).cloned()
+        else {
+            return false;
+        };
+        self.ensure_started(session).await;
+        let clock = Arc::new(UiClock::default());
+        let token = CancellationToken::new();
+        let ctx = ExtensionContext::new(
+            session.clone(),
+            self.clone(),
+            shortcut.extension,
+            clock.clone(),
+            token.clone(),
+        );
+        let handler = shortcut.handler.clone();
+        let result = self
+            .guarded(shortcut.timeout, &clock, || handler(ctx))
+            .await;
+        token.cancel();
+        if let Err(error) = result {
+            self.report(session, shortcut.extension, "shortcut", &error);
+        }
+        true
+    }
+
+    /// The registered flags, in order.
+    pub(crate) fn flags(&self) -> Vec<FlagInfo> {
+        self.regs
+            .flags
+            .iter()
+            .map(|(e, f)| FlagInfo {
+                flag: f.clone(),
+                extension: self.name(*e).to_owned(),
+            })
+            .collect()
+    }
+
+    /// Sets a flag's value (from the front end).
+    pub(crate) fn set_flag(&self, name: &str, value: FlagValue) {
+        self.flag_values
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_owned(), value);
+    }
+
+    /// A flag's value: set, else its default; `None` for an unknown flag or one without a
+    /// value.
+    pub(crate) fn flag(&self, name: &str) -> Option<FlagValue> {
+        if let Some(v) = self
+            .flag_values
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+        {
+            return Some(v.clone());
+        }
+        self.regs
+            .flags
+            .iter()
+            .find(|(_, f)| f.name == name)
+            .and_then(|(_, f)| f.default.clone())
+    }
+
+    /// How a front end shows an extension message: the first renderer of its type that
+    /// answers. A panicking renderer is reported and skipped.
+    pub(crate) fn render_message(
+        &self,
+        session: &AgentSession,
+        message: &ExtensionMessage,
+        options: MessageRenderOptions,
+    ) -> Option<RenderedMessage> {
+        let renderers: Vec<&Renderer> = self
+            .regs
+            .renderers
+            .iter()
+            .filter(|r| r.custom_type == message.custom_type)
+            .collect();
+        for r in renderers {
+            match std::panic::catch_unwind(AssertUnwindSafe(|| (r.render)(message, options))) {
+                Ok(Some(rendered)) => return Some(rendered),
+                Ok(None) => {}
+                Err(panic) => {
+                    let error = format!("renderer panicked: {}", panic_text(&*panic));
+                    self.report(session, r.extension, "message_renderer", &error);
+                }
+            }
+        }
+        None
+    }
+
+    /// The custom types that have a renderer.
+    pub(crate) fn has_renderer(&self, custom_type: &str) -> bool {
+        self.regs
+            .renderers
+            .iter()
+            .any(|r| r.custom_type == custom_type)
+    }
+
+    /// The providers registered during setup.
+    pub(crate) fn setup_providers(&self) -> &[(usize, String, ProviderConfig)] {
+        &self.regs.providers
+    }
+
+    /// Registers `config`'s api implementation (if any) in the global registry, keeping what
+    /// it replaces.
+    pub(crate) fn install_stream(&self, provider: &str, config: &ProviderConfig) {
+        let Some(stream) = &config.stream else {
+            return;
+        };
+        let api = stream.api().to_owned();
+        let previous = crate::providers::ApiRegistry::global().register(stream.clone());
+        self.provider_streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((provider.to_owned(), api, previous));
+    }
+
+    /// Removes the api implementations `provider` registered, restoring what they replaced.
+    pub(crate) fn remove_streams(&self, provider: &str) {
+        let mut streams = self
+            .provider_streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut *streams)
+            .into_iter()
+            .partition(|(p, _, _)| p == provider);
+        *streams = kept;
+        drop(streams);
+        let registry = crate::providers::ApiRegistry::global();
+        for (_, api, previous) in gone.into_iter().rev() {
+            match previous {
+                Some(p) => {
+                    registry.register(p);
+                }
+                None => {
+                    registry.unregister(&api);
+                }
+            }
+        }
+    }
+
+    /// Sends `data` to the bus handlers of `channel`, in order, on a task of their own.
+    pub(crate) fn emit_bus(self: &Arc<Self>, session: &AgentSession, channel: &str, data: Value) {
+        let subscribers: Vec<_> = self
+            .regs
+            .bus
+            .iter()
+            .filter(|b| b.channel == channel)
+            .cloned()
+            .collect();
+        if subscribers.is_empty() {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(target: "pi_engine::extensions", channel, "a bus event was sent outside a tokio runtime; dropped");
+            return;
+        };
+        let weak = session.downgrade();
+        let runner = Arc::downgrade(self);
+        let event_name = format!("bus:{channel}");
+        handle.spawn(async move {
+            for b in subscribers {
+                let (Some(session), Some(runner)) = (weak.upgrade(), runner.upgrade()) else {
+                    return;
+                };
+                let clock = Arc::new(UiClock::default());
+                let token = CancellationToken::new();
+                let ctx = ExtensionContext::new(
+                    session.clone(),
+                    runner.clone(),
+                    b.extension,
+                    clock.clone(),
+                    token.clone(),
+                );
+                let data = data.clone();
+                let handler = b.handler.clone();
+                let result = runner
+                    .guarded(b.timeout, &clock, || handler(data, ctx))
+                    .await;
+                token.cancel();
+                if let Err(error) = result {
+                    runner.report(&session, b.extension, &event_name, &error);
+                }
+            }
+        });
+    }
+
+    /// Marks a shutdown as asked for (pi's `ctx.shutdown()`).
+    pub(crate) fn request_shutdown(&self) {
+        self.shutdown_requested.store(true, Ordering::Release);
+        self.shutdown_notify.notify_waiters();
+    }
+
+    pub(crate) fn is_shutdown_requested(&self) -> bool {
+        self.shutdown_requested.load(Ordering::Acquire)
+    }
+
+    /// Waits until an extension asks for a shutdown.
+    pub(crate) async fn shutdown_requested(&self) {
+        loop {
+            let notified = self.shutdown_notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_shutdown_requested() {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Runs a command's handler; a failure is reported.

@@ -62,8 +62,8 @@ pub use options::{
     AnthropicOptions, ApiKey, ApiOptions, AzureOpenAiResponsesOptions, COMMON_EXTRA_KEYS,
     CacheRetention, DEFAULT_ERROR_BODY_TIMEOUT, DEFAULT_IDLE_TIMEOUT, GoogleOptions,
     GoogleThinking, GoogleVertexOptions, MistralOptions, OpenAiCodexResponsesOptions,
-    OpenAiCompletionsOptions, OpenAiResponsesOptions, PayloadHook, RetryPolicy, StreamOptions,
-    ToolChoice, build_base_options, to_provider_options,
+    OpenAiCompletionsOptions, OpenAiResponsesOptions, PayloadHook, ResponseHook, ResponseInfo,
+    RetryPolicy, StreamOptions, ToolChoice, build_base_options, to_provider_options,
 };
 pub use thinking::{
     ThinkingAdjustment, ThinkingBudgets, ThinkingLevel, UnknownThinkingLevel,

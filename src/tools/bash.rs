@@ -32,6 +32,7 @@ use super::truncate::{
 };
 use super::{Spec, fail};
 use crate::agent::{AgentTool, AgentToolResult, ToolError, ToolUpdates};
+use crate::process::GroupGuard;
 
 /// At most one `tool_execution_update` per this interval (pi's `BASH_UPDATE_THROTTLE_MS`).
 const UPDATE_THROTTLE: Duration = Duration::from_millis(100);
@@ -283,7 +284,7 @@ impl BashOperations for LocalBash {
         cmd.process_group(0);
         let mut child = cmd.spawn()?;
         // From here on, a drop of this future kills the group.
-        let mut group = GroupGuard::new(child.id());
+        let mut group = GroupGuard::new(child.id(), KILL_GRACE);
         let mut stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
         let mut out_buf = vec![0u8; READ_CHUNK];
@@ -431,84 +432,6 @@ async fn read_pipe<R: AsyncRead + Unpin>(pipe: &mut Option<R>, buf: &mut [u8]) -
             Ok(n) => Some(n),
         },
         None => pending().await,
-    }
-}
-
-/// The command's process group: signalled as a whole, and killed if dropped while armed.
-struct GroupGuard {
-    #[cfg(unix)]
-    pgid: Option<rustix::process::Pid>,
-    #[cfg_attr(not(unix), allow(dead_code))]
-    armed: bool,
-}
-
-impl GroupGuard {
-    /// The group led by the child `pid` (spawned with `process_group(0)`).
-    fn new(pid: Option<u32>) -> Self {
-        GroupGuard {
-            // Never 0 or 1: `kill(-1)` would signal every process we may signal.
-            #[cfg(unix)]
-            pgid: pid
-                .and_then(|p| i32::try_from(p).ok())
-                .filter(|&p| p > 1)
-                .and_then(rustix::process::Pid::from_raw),
-            #[cfg(not(unix))]
-            armed: pid.is_some(),
-            #[cfg(unix)]
-            armed: true,
-        }
-    }
-
-    /// Sends `sig` to the group; false when there is no group to signal.
-    #[cfg(unix)]
-    fn signal(&self, sig: rustix::process::Signal) -> bool {
-        self.pgid
-            .is_some_and(|pgid| rustix::process::kill_process_group(pgid, sig).is_ok())
-    }
-
-    /// Starts killing the command: `SIGTERM` to the group (or, with no group, kills the
-    /// shell). Returns when `SIGKILL` follows, and whether it has been sent already.
-    fn terminate(&self, child: &mut tokio::process::Child) -> (Instant, bool) {
-        #[cfg(unix)]
-        if self.signal(rustix::process::Signal::TERM) {
-            return (Instant::now() + KILL_GRACE, false);
-        }
-        let _ = child.start_kill();
-        (Instant::now(), true)
-    }
-
-    /// `SIGKILL` to the group (and the shell, if there is no group).
-    fn kill(&self, child: &mut tokio::process::Child) {
-        #[cfg(unix)]
-        if self.signal(rustix::process::Signal::KILL) {
-            return;
-        }
-        let _ = child.start_kill();
-    }
-
-    /// Whether any process of the group is left (a zombie not yet reaped by its new parent
-    /// counts, which at worst waits for the `SIGKILL`).
-    fn alive(&self) -> bool {
-        #[cfg(unix)]
-        {
-            self.pgid
-                .is_some_and(|pgid| rustix::process::test_kill_process_group(pgid).is_ok())
-        }
-        #[cfg(not(unix))]
-        false
-    }
-
-    fn disarm(&mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        if self.armed {
-            self.signal(rustix::process::Signal::KILL);
-        }
     }
 }
 
@@ -1129,6 +1052,53 @@ impl AgentTool for BashTool {
             _ => Ok(AgentToolResult::text(text).with_details(details.unwrap_or(Value::Null))),
         }
     }
+}
+
+/// A command a person ran (pi's `executeBashWithOperations`, for `!cmd`): the tail of its
+/// output (2,000 lines / 50 KiB, no notice), whether it was cut (the whole output is then
+/// in a `pi-bash-*.log` file), its exit code (none when cancelled) and whether it was
+/// cancelled.
+pub(crate) struct UserCommand {
+    pub(crate) output: String,
+    pub(crate) exit_code: Option<i64>,
+    pub(crate) cancelled: bool,
+    pub(crate) truncated: bool,
+    pub(crate) full_output_path: Option<PathBuf>,
+}
+
+/// Runs a person's command through `ops`, with bounded memory (as the `bash` tool).
+///
+/// # Cancel safety
+///
+/// `cancel` kills the command and ends the call with `cancelled`; dropping the future kills
+/// it too (with [`LocalBash`]).
+pub(crate) async fn run_user_command(
+    ops: &dyn BashOperations,
+    command: &str,
+    cwd: &Path,
+    cancel: CancellationToken,
+) -> io::Result<UserCommand> {
+    let acc = Mutex::new(OutputAccumulator::new());
+    let mut on_data = |chunk: &[u8]| lock(&acc).append(chunk);
+    let options = ExecOptions::new(&mut on_data, cancel.clone());
+    let outcome = ops.exec(command, cwd, options).await;
+    let mut acc = acc.into_inner().unwrap_or_else(|e| e.into_inner());
+    acc.finish();
+    let snapshot = acc.snapshot();
+    acc.close();
+    let outcome = outcome?;
+    let cancelled = outcome.aborted || cancel.is_cancelled();
+    Ok(UserCommand {
+        output: snapshot.truncation.content,
+        exit_code: if cancelled {
+            None
+        } else {
+            outcome.exit_code.map(i64::from)
+        },
+        cancelled,
+        truncated: snapshot.truncation.truncated,
+        full_output_path: snapshot.full_output_path,
+    })
 }
 
 #[cfg(test)]

@@ -67,6 +67,7 @@ mod set;
 mod truncate;
 mod write;
 
+pub(crate) use bash::run_user_command;
 pub use bash::{BashOperations, BashTool, ExecOptions, ExecOutcome, LocalBash};
 pub use edit::EditTool;
 pub use find::FindTool;

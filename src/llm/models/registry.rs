@@ -165,6 +165,18 @@ pub struct ModelRegistry {
     model_headers: HashMap<(String, String), BTreeMap<String, String>>,
     runtime_keys: HashMap<String, ApiKey>,
     credentials: Arc<dyn CredentialSource>,
+    /// Providers registered at run time ([`ModelRegistry::register_provider`]), in order,
+    /// and the registry as it was before the first: unregistering one rebuilds from it.
+    dynamic: Vec<(String, Value)>,
+    before_dynamic: Option<Arc<Snapshot>>,
+}
+
+/// The registry's models and request settings, before run-time registrations.
+#[derive(Clone)]
+struct Snapshot {
+    models: Vec<Model>,
+    requests: HashMap<String, ProviderRequest>,
+    model_headers: HashMap<(String, String), BTreeMap<String, String>>,
 }
 
 impl fmt::Debug for ModelRegistry {
@@ -193,7 +205,117 @@ impl ModelRegistry {
             model_headers: HashMap::new(),
             runtime_keys: HashMap::new(),
             credentials: Arc::new(EnvCredentials),
+            dynamic: Vec::new(),
+            before_dynamic: None,
         }
+    }
+
+    /// Adds or changes a provider at run time (pi's `registerProvider`, what an extension's
+    /// [`register_provider`](crate::extensions::ExtensionApi::register_provider) does).
+    /// `config` is a provider entry of `models.json` (`baseUrl`, `apiKey`, `api`,
+    /// `headers`, `authHeader`, `compat`, `models`): with `models`, they replace every model
+    /// the provider had; without, its `baseUrl` and headers apply to its models. Registering
+    /// a provider again merges the new entry's fields into the old.
+    ///
+    /// ```
+    /// use pi_engine::models::ModelRegistry;
+    ///
+    /// let mut registry = ModelRegistry::new();
+    /// registry.register_provider("corp", serde_json::json!({
+    ///     "baseUrl": "https://llm.corp.example/v1", "apiKey": "CORP_KEY",
+    ///     "api": "openai-completions", "models": [{"id": "corp-large"}]
+    /// })).unwrap();
+    /// assert!(registry.find("corp", "corp-large").is_some());
+    /// registry.unregister_provider("corp");
+    /// assert!(registry.find("corp", "corp-large").is_none());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for `models.json`: a field of the wrong type, models without `baseUrl`, `apiKey`
+    /// or `api` (nothing is changed then).
+    pub fn register_provider(
+        &mut self,
+        name: impl Into<String>,
+        config: Value,
+    ) -> Result<(), ModelsJsonError> {
+        let name = name.into();
+        let merged = match self.dynamic.iter().find(|(n, _)| *n == name) {
+            Some((_, Value::Object(old))) => {
+                let mut merged = old.clone();
+                if let Value::Object(new) = &config {
+                    for (k, v) in new {
+                        if !v.is_null() {
+                            merged.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                Value::Object(merged)
+            }
+            _ => config,
+        };
+        let parsed = Self::parse_provider_entry(&name, &merged)?;
+        if self.before_dynamic.is_none() {
+            self.before_dynamic = Some(Arc::new(self.snapshot()));
+        }
+        self.apply_dynamic(&name, parsed);
+        match self.dynamic.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = merged,
+            None => self.dynamic.push((name, merged)),
+        }
+        Ok(())
+    }
+
+    /// Removes a provider registered with [`register_provider`](Self::register_provider):
+    /// the registry is as if it had never been registered (built-in models it replaced come
+    /// back). Does nothing for a provider that was not registered so.
+    pub fn unregister_provider(&mut self, name: &str) {
+        if !self.dynamic.iter().any(|(n, _)| n == name) {
+            return;
+        }
+        self.dynamic.retain(|(n, _)| n != name);
+        let Some(base) = self.before_dynamic.clone() else {
+            return;
+        };
+        self.models = base.models.clone();
+        self.requests = base.requests.clone();
+        self.model_headers = base.model_headers.clone();
+        for (n, config) in self.dynamic.clone() {
+            // Each was valid when it was registered.
+            if let Ok(parsed) = Self::parse_provider_entry(&n, &config) {
+                self.apply_dynamic(&n, parsed);
+            }
+        }
+    }
+
+    /// The providers registered at run time, in order.
+    pub fn registered_providers(&self) -> Vec<&str> {
+        self.dynamic.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            models: self.models.clone(),
+            requests: self.requests.clone(),
+            model_headers: self.model_headers.clone(),
+        }
+    }
+
+    fn parse_provider_entry(name: &str, config: &Value) -> Result<ModelsConfig, ModelsJsonError> {
+        let mut providers = Map::new();
+        providers.insert(name.to_owned(), config.clone());
+        let text = serde_json::json!({ "providers": providers }).to_string();
+        models_json::parse(&text, catalog::is_builtin_provider)
+    }
+
+    /// pi's `applyProviderConfig`: models replace the provider's; without models, the
+    /// `baseUrl` applies to its models.
+    fn apply_dynamic(&mut self, name: &str, config: ModelsConfig) {
+        let replaces = config.providers.iter().any(|(_, p)| !p.models.is_empty());
+        if replaces {
+            self.models.retain(|m| m.provider != name);
+        }
+        self.apply(config);
     }
 
     /// The built-in models changed and extended by a `models.json` text.

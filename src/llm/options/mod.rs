@@ -10,6 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -353,19 +354,125 @@ impl RetryPolicy {
 }
 
 /// A hook that sees (and may change) the JSON body of every provider request before it is
-/// sent: pi's `onPayload`.
+/// sent: pi's `onPayload`. A synchronous hook ([`new`](Self::new)) runs when the request is
+/// built; an asynchronous one ([`new_async`](Self::new_async), which an extension's
+/// `before_provider_request` handler is) runs once when the call starts sending, before its
+/// retries.
 #[derive(Clone)]
-pub struct PayloadHook(Arc<dyn Fn(&mut Value) + Send + Sync>);
+pub struct PayloadHook(HookFn);
+
+#[derive(Clone)]
+enum HookFn {
+    Sync(Arc<dyn Fn(&mut Value) + Send + Sync>),
+    Async(Arc<dyn Fn(Value) -> BoxFuture<'static, Value> + Send + Sync>),
+}
 
 impl PayloadHook {
-    /// Wraps a function.
+    /// Wraps a function that changes the body in place.
     pub fn new(f: impl Fn(&mut Value) + Send + Sync + 'static) -> Self {
-        PayloadHook(Arc::new(f))
+        PayloadHook(HookFn::Sync(Arc::new(f)))
     }
 
-    /// Calls the hook.
-    pub fn call(&self, body: &mut Value) {
-        (self.0)(body)
+    /// Wraps an async function that returns the body to send.
+    ///
+    /// ```
+    /// use pi_engine::llm::PayloadHook;
+    ///
+    /// let hook = PayloadHook::new_async(|mut body: serde_json::Value| async move {
+    ///     body["metadata"] = serde_json::json!({"team": "search"});
+    ///     body
+    /// });
+    /// # let _ = hook;
+    /// ```
+    pub fn new_async<F, Fut>(f: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Value> + Send + 'static,
+    {
+        PayloadHook(HookFn::Async(Arc::new(move |body| Box::pin(f(body)))))
+    }
+
+    /// True for a hook made with [`new_async`](Self::new_async).
+    pub fn is_async(&self) -> bool {
+        matches!(self.0, HookFn::Async(_))
+    }
+
+    /// Runs the hook on `body` and returns the body to send.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the hook's future; the body is then lost with it.
+    pub async fn apply(&self, mut body: Value) -> Value {
+        match &self.0 {
+            HookFn::Sync(f) => {
+                f(&mut body);
+                body
+            }
+            HookFn::Async(f) => f(body).await,
+        }
+    }
+
+    /// Runs a synchronous hook in place; `false` (and the body unchanged) for an async one.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn call_sync(&self, body: &mut Value) -> bool {
+        match &self.0 {
+            HookFn::Sync(f) => {
+                f(body);
+                true
+            }
+            HookFn::Async(_) => false,
+        }
+    }
+}
+
+/// What a provider answered, as a [`ResponseHook`] sees it: the status and headers of the
+/// response whose body is about to be streamed (pi's `onResponse`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResponseInfo {
+    /// The HTTP status.
+    pub status: u16,
+    /// The response headers, names in lower case (a repeated header's values joined with
+    /// `, `).
+    pub headers: BTreeMap<String, String>,
+}
+
+impl ResponseInfo {
+    /// A response with `status` and `headers`.
+    pub fn new(status: u16, headers: BTreeMap<String, String>) -> Self {
+        ResponseInfo { status, headers }
+    }
+}
+
+/// A hook told of the response to every model call before its body is read (pi's
+/// `onResponse`; an extension's `after_provider_response` handler is one). The call waits
+/// for it.
+#[derive(Clone)]
+pub struct ResponseHook(Arc<dyn Fn(ResponseInfo) -> BoxFuture<'static, ()> + Send + Sync>);
+
+impl ResponseHook {
+    /// Wraps an async function.
+    pub fn new<F, Fut>(f: F) -> Self
+    where
+        F: Fn(ResponseInfo) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        ResponseHook(Arc::new(move |info| Box::pin(f(info))))
+    }
+
+    /// Runs the hook.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the hook's future.
+    pub async fn call(&self, info: ResponseInfo) {
+        (self.0)(info).await;
+    }
+}
+
+impl fmt::Debug for ResponseHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ResponseHook")
     }
 }
 
@@ -455,6 +562,9 @@ pub struct StreamOptions {
     /// Sees the request body before it is sent.
     #[serde(skip)]
     pub on_payload: Option<PayloadHook>,
+    /// Told of the response's status and headers before its body is read.
+    #[serde(skip)]
+    pub on_response: Option<ResponseHook>,
     /// Sends the HTTP requests of the call; `None` uses the process-wide
     /// [`ReqwestTransport`](crate::providers::http::ReqwestTransport).
     #[cfg(feature = "http")]
@@ -493,7 +603,8 @@ impl fmt::Debug for StreamOptions {
             .field("cancel", &self.cancel)
             .field("retry", &self.retry)
             .field("idle_timeout", &self.idle_timeout)
-            .field("on_payload", &self.on_payload);
+            .field("on_payload", &self.on_payload)
+            .field("on_response", &self.on_response);
         #[cfg(feature = "http")]
         f.field("transport", &self.transport);
         f.field("extra", &crate::llm::redact::Members(&self.extra))
@@ -627,6 +738,27 @@ impl StreamOptions {
     #[must_use]
     pub fn with_on_payload(mut self, f: impl Fn(&mut Value) + Send + Sync + 'static) -> Self {
         self.on_payload = Some(PayloadHook::new(f));
+        self
+    }
+
+    /// Sets the response hook: `f` is told of the status and headers of each call's response
+    /// before its body is read, and the call waits for it.
+    ///
+    /// ```
+    /// use pi_engine::StreamOptions;
+    ///
+    /// let opts = StreamOptions::new().with_on_response(|info| async move {
+    ///     tracing::debug!(status = info.status, "model answered");
+    /// });
+    /// assert!(opts.on_response.is_some());
+    /// ```
+    #[must_use]
+    pub fn with_on_response<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(ResponseInfo) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.on_response = Some(ResponseHook::new(f));
         self
     }
 

@@ -50,6 +50,7 @@ pub fn build_base_options(model: &Model, options: &StreamOptions) -> StreamOptio
         idle_timeout: options.idle_timeout,
         error_body_timeout: options.error_body_timeout,
         on_payload: options.on_payload.clone(),
+        on_response: options.on_response.clone(),
         #[cfg(feature = "http")]
         transport: options.transport.clone(),
         extra,

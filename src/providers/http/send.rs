@@ -16,7 +16,7 @@ use super::transport::{
 };
 use crate::llm::error::{Error, ErrorKind};
 use crate::llm::model::Model;
-use crate::llm::options::{RetryPolicy, StreamOptions};
+use crate::llm::options::{PayloadHook, ResponseHook, ResponseInfo, RetryPolicy, StreamOptions};
 use crate::llm::redact::{self, Secrets};
 
 /// Most of an error body that is read (the rest is dropped).
@@ -187,6 +187,7 @@ impl HttpRequest {
             }
             headers.insert(header, header_value);
         }
+        let mut payload = None;
         let body = match (self.body, &options.on_payload) {
             (Body::Encoded(bytes), None) => bytes,
             (Body::Json(value), None) => encode(&value)?,
@@ -195,8 +196,13 @@ impl HttpRequest {
                     Body::Json(value) => value,
                     Body::Encoded(bytes) => serde_json::from_slice(&bytes).map_err(encode_error)?,
                 };
-                hook.call(&mut value);
-                encode(&value)?
+                if hook.call_sync(&mut value) {
+                    encode(&value)?
+                } else {
+                    // An async hook runs when the call starts sending (`send`).
+                    payload = Some((value, hook.clone()));
+                    Vec::new()
+                }
             }
         };
         let mut retry = options.retry_policy();
@@ -214,6 +220,8 @@ impl HttpRequest {
             url,
             headers,
             body: Bytes::from(body),
+            payload,
+            on_response: options.on_response.clone(),
             retry,
             max_delay,
             idle_timeout: options.idle_timeout_or_default(),
@@ -222,6 +230,21 @@ impl HttpRequest {
             transport: options.transport.clone().unwrap_or_else(default_transport),
         })
     }
+}
+
+/// A response head as a [`ResponseHook`] sees it.
+fn response_info(status: u16, headers: &HeaderMap) -> ResponseInfo {
+    let mut map: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    for (name, value) in headers {
+        let value = String::from_utf8_lossy(value.as_bytes());
+        map.entry(name.as_str().to_owned())
+            .and_modify(|v| {
+                v.push_str(", ");
+                v.push_str(&value);
+            })
+            .or_insert_with(|| value.into_owned());
+    }
+    ResponseInfo::new(status, map)
 }
 
 /// `text` parsed, reusing this thread's last parse when `text` is its serialization: every
@@ -271,6 +294,10 @@ pub(crate) struct Prepared {
     pub(crate) url: reqwest::Url,
     pub(crate) headers: HeaderMap,
     pub(crate) body: Bytes,
+    /// The body still to go through an async payload hook (`body` is empty until then).
+    pub(crate) payload: Option<(Value, PayloadHook)>,
+    /// Told of the successful response's status and headers.
+    pub(crate) on_response: Option<ResponseHook>,
     pub(crate) retry: RetryPolicy,
     /// The longest wait before a retry, `Retry-After` included.
     pub(crate) max_delay: Duration,
@@ -289,6 +316,7 @@ impl std::fmt::Debug for Prepared {
             .field("url", &self.url.as_str())
             .field("headers", &redact::HeaderMapShown(&self.headers))
             .field("body_len", &self.body.len())
+            .field("payload_hook_pending", &self.payload.is_some())
             .field("retry", &self.retry)
             .field("max_delay", &self.max_delay)
             .field("idle_timeout", &self.idle_timeout)
@@ -318,7 +346,10 @@ impl Prepared {
     ///
     /// Dropping the future drops the connection attempt or the wait; nothing is sent twice
     /// because of it.
-    pub(crate) async fn send(self) -> Result<Opened, Error> {
+    pub(crate) async fn send(mut self) -> Result<Opened, Error> {
+        if let Some((value, hook)) = self.payload.take() {
+            self.body = Bytes::from(encode(&hook.apply(value).await)?);
+        }
         let mut attempt = 0u32;
         loop {
             let error = match self.attempt().await {
@@ -351,6 +382,10 @@ impl Prepared {
             };
         let status = response.status;
         if status.is_success() {
+            if let Some(hook) = &self.on_response {
+                hook.call(response_info(status.as_u16(), &response.headers))
+                    .await;
+            }
             return self.check_stream(response).await;
         }
         if status.is_redirection() && response.headers.contains_key(reqwest::header::LOCATION) {
@@ -505,6 +540,8 @@ mod tests {
             url: reqwest::Url::parse("http://127.0.0.1:1/").unwrap(),
             headers: HeaderMap::new(),
             body: Bytes::new(),
+            payload: None,
+            on_response: None,
             retry: policy,
             max_delay,
             idle_timeout: Duration::from_secs(1),

@@ -265,6 +265,31 @@ pub struct CompactionResult {
     pub details: Option<Value>,
 }
 
+impl CompactionResult {
+    /// A compaction with `summary` that keeps the entries from `first_kept_entry_id` on
+    /// (what an extension's `session_before_compact` handler may provide instead of the
+    /// model's summary).
+    pub fn new(
+        summary: impl Into<String>,
+        first_kept_entry_id: impl Into<String>,
+        tokens_before: u64,
+    ) -> Self {
+        CompactionResult {
+            summary: summary.into(),
+            first_kept_entry_id: first_kept_entry_id.into(),
+            tokens_before,
+            details: None,
+        }
+    }
+
+    /// Sets the details.
+    #[must_use]
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+}
+
 /// Writes the summary of a prepared compaction (pi's `compact`): the history and, for a
 /// split turn, the turn's first part are summarized concurrently and joined; the file lists
 /// are appended and stored in `details`.
