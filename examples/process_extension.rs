@@ -81,8 +81,8 @@ impl ExtensionUi for Terminal {
     async fn editor(&self, _title: &str, _prefill: Option<&str>) -> Option<String> {
         None
     }
-    fn notify(&self, message: &str, kind: NotifyKind) {
-        println!("[{}] {message}", kind.as_str());
+    fn notify(&self, message: &str, kind: Option<NotifyKind>) {
+        println!("[{}] {message}", kind.unwrap_or_default().as_str());
     }
 }
 

@@ -258,7 +258,7 @@ impl ExtensionUi for PersonUi {
     async fn editor(&self, _title: &str, _prefill: Option<&str>) -> Option<String> {
         None
     }
-    fn notify(&self, message: &str, _kind: NotifyKind) {
+    fn notify(&self, message: &str, _kind: Option<NotifyKind>) {
         self.0.notes.lock().unwrap().push(message.to_owned());
     }
 }

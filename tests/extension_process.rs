@@ -207,7 +207,7 @@ impl ExtensionUi for Script {
     async fn editor(&self, _title: &str, _prefill: Option<&str>) -> Option<String> {
         None
     }
-    fn notify(&self, message: &str, _kind: NotifyKind) {
+    fn notify(&self, message: &str, _kind: Option<NotifyKind>) {
         self.shown
             .lock()
             .unwrap()

@@ -205,12 +205,12 @@ impl ExtensionUi for ScriptedUi {
         Self::value(answer)
     }
 
-    fn notify(&self, message: &str, kind: NotifyKind) {
+    fn notify(&self, message: &str, kind: Option<NotifyKind>) {
         self.log.ui(Value::Object(request(
             "notify",
             &[
                 ("message", Some(json!(message))),
-                ("notifyType", Some(json!(kind.as_str()))),
+                ("notifyType", kind.map(|k| json!(k.as_str()))),
             ],
         )));
     }

@@ -75,8 +75,8 @@ impl ExtensionUi for PersonUi {
     async fn editor(&self, title: &str, _prefill: Option<&str>) -> Option<String> {
         self.0.answer(title)
     }
-    fn notify(&self, message: &str, kind: NotifyKind) {
-        lock(&self.0.notes).push((message.to_owned(), kind));
+    fn notify(&self, message: &str, kind: Option<NotifyKind>) {
+        lock(&self.0.notes).push((message.to_owned(), kind.unwrap_or_default()));
     }
 }
 

@@ -131,3 +131,13 @@ pub struct FlagInfo {
     /// The extension that registered it.
     pub extension: String,
 }
+
+impl FlagInfo {
+    /// `flag`, registered by `extension`.
+    pub fn new(flag: Flag, extension: impl Into<String>) -> Self {
+        FlagInfo {
+            flag,
+            extension: extension.into(),
+        }
+    }
+}

@@ -63,8 +63,10 @@ pub trait ExtensionUi: Send + Sync + 'static {
     /// Asks for a longer text, starting from `prefill`; `None` when cancelled.
     async fn editor(&self, title: &str, prefill: Option<&str>) -> Option<String>;
 
-    /// Shows a notification.
-    fn notify(&self, _message: &str, _kind: NotifyKind) {}
+    /// Shows a notification; `kind` is `None` when the extension gave none (pi's
+    /// `notify(message)`, which its RPC mode sends without `notifyType`; show it as
+    /// information).
+    fn notify(&self, _message: &str, _kind: Option<NotifyKind>) {}
 
     /// Sets (or with `None` clears) the status text under `key`.
     fn set_status(&self, _key: &str, _text: Option<&str>) {}
@@ -112,8 +114,9 @@ impl ExtensionUi for NoUi {
         tracing::debug!(target: "pi_engine::extensions", title, "editor without a UI");
         None
     }
-    fn notify(&self, message: &str, kind: NotifyKind) {
-        tracing::debug!(target: "pi_engine::extensions", message, kind = kind.as_str(), "notify without a UI");
+    fn notify(&self, message: &str, kind: Option<NotifyKind>) {
+        let kind = kind.map_or("", NotifyKind::as_str);
+        tracing::debug!(target: "pi_engine::extensions", message, kind, "notify without a UI");
     }
 }
 
@@ -208,9 +211,10 @@ impl Ui {
         self.ui.editor(title, prefill).await
     }
 
-    /// Shows a notification.
-    pub fn notify(&self, message: &str, kind: NotifyKind) {
-        self.ui.notify(message, kind);
+    /// Shows a notification: `ui.notify("Saved", NotifyKind::Info)`, or without a kind
+    /// (pi's `notify(message)`): `ui.notify("Saved", None)`.
+    pub fn notify(&self, message: &str, kind: impl Into<Option<NotifyKind>>) {
+        self.ui.notify(message, kind.into());
     }
 
     /// Sets (or clears) a status text.

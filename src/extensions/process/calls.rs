@@ -111,7 +111,7 @@ pub(super) fn inline(method: &str, p: &Map<String, Value>, ctx: &ExtensionContex
     match method {
         "ui.notify" => {
             let message: String = required(p, "message")?;
-            let kind: NotifyKind = field(p, "type")?.unwrap_or_default();
+            let kind: Option<NotifyKind> = field(p, "type")?;
             ui.notify(&message, kind);
         }
         "ui.setStatus" => {
