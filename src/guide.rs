@@ -22,3 +22,7 @@ pub mod tools {}
 
 #[doc = include_str!("../docs/extension-protocol.md")]
 pub mod extension_protocol {}
+
+#[cfg(feature = "cli")]
+#[doc = include_str!("../docs/cli.md")]
+pub mod cli {}

@@ -8,6 +8,9 @@
 
 pub mod agent;
 pub mod agent_session;
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
+pub mod cli;
 pub mod extensions;
 pub mod guide;
 pub mod llm;

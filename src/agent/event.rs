@@ -153,18 +153,9 @@ impl AgentEvent {
 mod assistant_with_role {
     use super::*;
 
+    // An `AssistantMessage` writes its own `role` (as pi's messages do): nothing to add.
     pub(super) fn serialize<S: Serializer>(m: &AssistantMessage, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Tagged<'a> {
-            role: &'static str,
-            #[serde(flatten)]
-            m: &'a AssistantMessage,
-        }
-        Tagged {
-            role: "assistant",
-            m,
-        }
-        .serialize(s)
+        m.serialize(s)
     }
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(
@@ -271,6 +262,9 @@ mod tests {
         let v = serde_json::to_value(&turn_end).unwrap();
         assert_eq!(v["type"], "turn_end");
         assert_eq!(v["message"]["role"], "assistant");
+        // `role` once: a `Value` keeps only the last of two equal keys, the text shows both.
+        let text = serde_json::to_string(&turn_end).unwrap();
+        assert_eq!(text.matches("\"role\"").count(), 1, "{text}");
         assert_eq!(v["toolResults"], json!([]));
         let back: AgentEvent = serde_json::from_value(v).unwrap();
         assert_eq!(back, turn_end);

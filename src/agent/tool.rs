@@ -82,8 +82,9 @@ pub enum ToolExecutionMode {
 pub struct AgentToolResult {
     /// Text and images for the model.
     pub content: Vec<Content>,
-    /// Structured data for logs or a UI; not sent to the model. `{}` unless set.
-    #[serde(default)]
+    /// Structured data for logs or a UI; not sent to the model. `{}` unless set. `null`
+    /// (none) is left out when serialized, as pi leaves an undefined `details` out.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
     pub details: Value,
     /// Asks the agent to stop after this batch of tool calls. The run ends only when every
     /// result of the batch asks for it.

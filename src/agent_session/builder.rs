@@ -47,6 +47,9 @@ pub struct AgentSessionBuilder {
     extensions: Vec<Extension>,
     extension_ui: Option<Arc<dyn ExtensionUi>>,
     flag_values: Vec<(String, FlagValue)>,
+    expand: Option<Arc<super::session::ExpandFn>>,
+    prompt_for_tools: Option<Arc<super::session::PromptFn>>,
+    on_settings_change: Option<Arc<super::session::SettingsFn>>,
 }
 
 impl fmt::Debug for AgentSessionBuilder {
@@ -83,6 +86,9 @@ impl AgentSession {
             extensions: Vec::new(),
             extension_ui: None,
             flag_values: Vec::new(),
+            expand: None,
+            prompt_for_tools: None,
+            on_settings_change: None,
         }
     }
 }
@@ -237,6 +243,41 @@ impl AgentSessionBuilder {
         self
     }
 
+    /// Expands a prompt's text before it is sent — a front end's prompt templates and skill
+    /// commands (`/name args`). It runs after `/commands` and the extensions' `input`
+    /// handlers, before `before_agent_start`, as pi expands them.
+    pub fn input_expander<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = String> + Send + 'static,
+    {
+        self.expand = Some(Arc::new(move |text| Box::pin(f(text))));
+        self
+    }
+
+    /// Builds the system prompt from the tools the model can call, now and whenever they
+    /// change ([`AgentSession::set_active_tools`], [`AgentSession::register_tool`], an
+    /// extension's tools): pi rebuilds its prompt so the tools' snippets and guidelines are
+    /// those of the active tools. Replaces [`system_prompt`](Self::system_prompt).
+    pub fn system_prompt_for_tools(
+        mut self,
+        f: impl Fn(&[Arc<dyn AgentTool>]) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.prompt_for_tools = Some(Arc::new(f));
+        self
+    }
+
+    /// Told of each setting a person changes through the session — the default model
+    /// and thinking level, the queue modes, automatic compaction and retries — so a front
+    /// end saves them as pi saves them in `settings.json`.
+    pub fn on_settings_change(
+        mut self,
+        f: impl Fn(&super::settings::SettingsChange) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_settings_change = Some(Arc::new(f));
+        self
+    }
+
     /// The value of a flag an extension registered (what a front end parsed from its
     /// command line); an extension reads it with
     /// [`ExtensionContext::flag`](crate::extensions::ExtensionContext::flag).
@@ -323,7 +364,10 @@ impl AgentSessionBuilder {
             settings: settings.clone(),
         };
         let hooks = self.hooks;
-        let system_prompt = self.system_prompt;
+        let system_prompt = match &self.prompt_for_tools {
+            Some(f) => f(&tools),
+            None => self.system_prompt,
+        };
         let all_tools = tools.clone();
         let has_message_end = extensions.as_ref().is_some_and(|r| r.has_message_end());
         let (tool_execution, max_turns) = (self.tool_execution, self.max_turns);
@@ -353,6 +397,9 @@ impl AgentSessionBuilder {
                 stream: self.stream,
                 options: self.options,
                 transform: self.transform,
+                expand: self.expand,
+                prompt_for_tools: self.prompt_for_tools.clone(),
+                on_settings_change: self.on_settings_change,
                 state,
                 extensions,
             },

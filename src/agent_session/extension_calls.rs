@@ -64,6 +64,15 @@ impl AgentSession {
         let mut tools = self.inner.agent.state().tools.clone();
         tools.retain(|t| t.name() != tool.name());
         tools.push(tool);
+        self.use_tools(tools);
+    }
+
+    /// Makes `tools` the active ones, and rebuilds the system prompt for them when the
+    /// session builds it ([`AgentSessionBuilder::system_prompt_for_tools`](super::AgentSessionBuilder::system_prompt_for_tools)).
+    fn use_tools(&self, tools: Vec<Arc<dyn AgentTool>>) {
+        if let Some(f) = &self.inner.prompt_for_tools {
+            self.inner.agent.set_system_prompt(f(&tools));
+        }
         self.inner.agent.set_tools(tools);
     }
 
@@ -103,7 +112,7 @@ impl AgentSession {
             .filter(|t| names.iter().any(|n| n.as_ref() == t.name()))
             .cloned()
             .collect();
-        self.inner.agent.set_tools(tools);
+        self.use_tools(tools);
     }
 
     // ----- the model registry -------------------------------------------------------------
@@ -213,6 +222,46 @@ impl AgentSession {
         runner.resources_discover(self, event).await
     }
 
+    /// Starts the extensions now: `session_start` (reason `startup`) unless it was sent.
+    /// The first prompt or command does it otherwise; a front end calls it when it starts,
+    /// as pi sends `session_start` when the session is created.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the handler being run; `session_start` counts as sent.
+    pub async fn start_extensions(&self) {
+        if let Some(runner) = self.runner().cloned() {
+            runner.ensure_started(self).await;
+        }
+    }
+
+    /// The models the session can switch to: those given to the builder, then the
+    /// registry's with credentials (without credentials too when the session has its own
+    /// stream function), each once.
+    pub fn available_models(&self) -> Vec<crate::llm::model::Model> {
+        let registry = self.inner.registry();
+        let usable =
+            |m: &crate::llm::model::Model| !self.inner.needs_auth() || registry.has_auth(m);
+        let mut out: Vec<crate::llm::model::Model> = Vec::new();
+        let registry_models: Vec<&crate::llm::model::Model> = if self.inner.needs_auth() {
+            registry.available()
+        } else {
+            registry.all().iter().collect()
+        };
+        for m in self
+            .inner
+            .models
+            .iter()
+            .filter(|m| usable(m))
+            .chain(registry_models)
+        {
+            if !out.iter().any(|o| o.provider == m.provider && o.id == m.id) {
+                out.push(m.clone());
+            }
+        }
+        out
+    }
+
     // ----- shutdown -------------------------------------------------------------------------
 
     /// True once an extension asked the program to end
@@ -286,6 +335,9 @@ pub struct BashRun {
     /// Run it here instead of on this machine (an extension's `user_bash` may choose
     /// otherwise).
     pub operations: Option<Arc<dyn crate::tools::BashOperations>>,
+    /// Skip the extensions' `user_bash` handlers (pi's RPC `bash` does not ask them; its
+    /// interactive `!cmd` does).
+    pub skip_extensions: bool,
 }
 
 #[cfg(feature = "tools")]
@@ -299,6 +351,13 @@ impl BashRun {
     #[must_use]
     pub fn excluded_from_context(mut self) -> Self {
         self.exclude_from_context = true;
+        self
+    }
+
+    /// Does not ask the extensions' `user_bash` handlers.
+    #[must_use]
+    pub fn without_extensions(mut self) -> Self {
+        self.skip_extensions = true;
         self
     }
 
@@ -336,7 +395,7 @@ impl AgentSession {
         let cwd = self.with_session_manager(|sm| std::path::PathBuf::from(sm.cwd()));
         let mut operations = run.operations.clone();
         let mut answered = None;
-        if let Some(runner) = self.runner().cloned() {
+        if let Some(runner) = self.runner().cloned().filter(|_| !run.skip_extensions) {
             runner.ensure_started(self).await;
             let event = crate::extensions::UserBashEvent {
                 command: command.to_owned(),

@@ -120,6 +120,7 @@ pub use models::{CycleDirection, ModelCycle};
 pub use session::{AgentSession, ScopedModel, SessionSubscription};
 pub use settings::{
     AgentSessionSettings, BranchSummarySettings, DEFAULT_THINKING_LEVEL, RetrySettings,
+    SettingsChange,
 };
 pub use stats::{ContextUsage, SessionStats, TokenStats};
 pub use tree::{ForkPosition, ForkResult, NavigateOptions, NavigateResult, SwitchResult};

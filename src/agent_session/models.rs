@@ -5,7 +5,7 @@ use super::compaction::estimate;
 use super::error::AgentSessionError;
 use super::event::{CompactionReason, SessionEvent};
 use super::session::{AgentSession, ScopedModel};
-use super::settings::DEFAULT_THINKING_LEVEL;
+use super::settings::{DEFAULT_THINKING_LEVEL, SettingsChange};
 use crate::extensions::{ModelSelectEvent, ModelSelectSource, ThinkingLevelSelectEvent};
 use crate::llm::model::Model;
 use crate::llm::thinking::{ThinkingLevel, clamp_thinking_level, supported_thinking_levels};
@@ -82,6 +82,7 @@ impl AgentSession {
             .await?;
         if model.reasoning || effective != ThinkingLevel::Off {
             inner.state().settings.default_thinking_level = Some(effective);
+            inner.settings_changed(SettingsChange::DefaultThinkingLevel(effective));
         }
         inner.emit(SessionEvent::ThinkingLevelChanged { level: effective });
         if let Some(runner) = inner.extensions.clone() {
@@ -185,6 +186,10 @@ impl AgentSession {
         inner
             .append(move |sm| sm.append_model_change(provider, id))
             .await?;
+        inner.settings_changed(SettingsChange::DefaultModel {
+            provider: model.provider.clone(),
+            model_id: model.id.clone(),
+        });
         if let Some(runner) = inner.extensions.clone()
             && !same(&previous, &model)
         {

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::AgentSessionError;
 use super::event::{AgentSessionEvent, SessionEvent};
 use super::retry::{is_retryable, retry_delay};
-use super::settings::AgentSessionSettings;
+use super::settings::{AgentSessionSettings, SettingsChange};
 use super::stats::{self, ContextUsage, SessionStats};
 use crate::agent::CustomMessageType;
 use crate::agent::{
@@ -34,6 +34,16 @@ use crate::llm::thinking::ThinkingLevel;
 use crate::session::{
     CompactionSummaryMessage, ExtensionMessage, SessionContext, SessionError, SessionManager,
 };
+
+/// Expands a prompt's text before it is sent (a front end's prompt templates and skill
+/// commands).
+pub(super) type ExpandFn = dyn Fn(String) -> BoxFuture<'static, String> + Send + Sync;
+
+/// Told of the settings a person changed (pi saves them in `settings.json`).
+pub(super) type SettingsFn = dyn Fn(&super::settings::SettingsChange) + Send + Sync;
+
+/// Builds the system prompt for the active tools (pi's `_rebuildSystemPrompt`).
+pub(super) type PromptFn = dyn Fn(&[Arc<dyn crate::agent::AgentTool>]) -> String + Send + Sync;
 
 /// A user-supplied context transformation, run after the session's own.
 pub(super) type TransformFn = dyn for<'a> Fn(&'a [AgentMessage], &'a CancellationToken) -> BoxFuture<'a, Cow<'a, [AgentMessage]>>
@@ -132,6 +142,9 @@ pub(crate) struct Inner {
     /// The application's options of every model call.
     pub(super) options: Mutex<StreamOptions>,
     pub(super) transform: Option<Arc<TransformFn>>,
+    pub(super) expand: Option<Arc<ExpandFn>>,
+    pub(super) prompt_for_tools: Option<Arc<PromptFn>>,
+    pub(super) on_settings_change: Option<Arc<SettingsFn>>,
     pub(super) state: Mutex<State>,
     listeners: Mutex<Arc<[Arc<ListenerEntry>]>>,
     next_listener: AtomicU64,
@@ -244,6 +257,9 @@ pub(super) struct Parts {
     pub(super) stream: Option<Arc<dyn StreamFn>>,
     pub(super) options: StreamOptions,
     pub(super) transform: Option<Arc<TransformFn>>,
+    pub(super) expand: Option<Arc<ExpandFn>>,
+    pub(super) prompt_for_tools: Option<Arc<PromptFn>>,
+    pub(super) on_settings_change: Option<Arc<SettingsFn>>,
     pub(super) state: State,
     pub(super) extensions: Option<Arc<ExtensionRunner>>,
 }
@@ -265,6 +281,9 @@ impl Inner {
             stream: parts.stream,
             options: Mutex::new(parts.options),
             transform: parts.transform,
+            expand: parts.expand,
+            prompt_for_tools: parts.prompt_for_tools,
+            on_settings_change: parts.on_settings_change,
             state: Mutex::new(parts.state),
             listeners: Mutex::new(Arc::from(Vec::new())),
             next_listener: AtomicU64::new(0),
@@ -286,6 +305,15 @@ impl Inner {
 
     pub(super) fn state(&self) -> MutexGuard<'_, State> {
         lock(&self.state)
+    }
+
+    /// Tells the front end of a setting a person changed (a panicking callback is logged).
+    pub(super) fn settings_changed(&self, change: super::settings::SettingsChange) {
+        if let Some(f) = &self.on_settings_change
+            && std::panic::catch_unwind(AssertUnwindSafe(|| f(&change))).is_err()
+        {
+            tracing::error!(?change, "a settings-change callback panicked");
+        }
     }
 
     /// The model registry as it is now.
@@ -1085,24 +1113,32 @@ impl AgentSession {
     /// Turns automatic compaction on or off.
     pub fn set_auto_compaction_enabled(&self, enabled: bool) {
         self.inner.state().settings.compaction.enabled = enabled;
+        self.inner
+            .settings_changed(SettingsChange::AutoCompaction(enabled));
     }
 
     /// Turns automatic retries on or off (off: the provider-level retry policy applies).
     pub fn set_auto_retry_enabled(&self, enabled: bool) {
         self.inner.state().settings.retry.enabled = enabled;
         self.inner.apply_agent_options();
+        self.inner
+            .settings_changed(SettingsChange::AutoRetry(enabled));
     }
 
     /// Sets how steering messages are delivered.
     pub fn set_steering_mode(&self, mode: QueueMode) {
         self.inner.state().settings.steering_mode = mode;
         self.inner.agent.set_steering_mode(mode);
+        self.inner
+            .settings_changed(SettingsChange::SteeringMode(mode));
     }
 
     /// Sets how follow-up messages are delivered.
     pub fn set_follow_up_mode(&self, mode: QueueMode) {
         self.inner.state().settings.follow_up_mode = mode;
         self.inner.agent.set_follow_up_mode(mode);
+        self.inner
+            .settings_changed(SettingsChange::FollowUpMode(mode));
     }
 
     /// Replaces the options of every model call (from the next run on). The session sets
@@ -1148,9 +1184,59 @@ impl AgentSession {
         input: impl Into<PromptInput>,
     ) -> Result<RunOutcome, AgentSessionError> {
         match self.inner.extensions.clone() {
-            None => self.run_prompt(input.into()).await,
+            None => {
+                let input = match input.into() {
+                    PromptInput::Text { text, images } => PromptInput::Text {
+                        text: self.expand_input(text).await,
+                        images,
+                    },
+                    messages => messages,
+                };
+                self.run_prompt(input).await
+            }
             Some(runner) => {
                 self.prompt_with_extensions(&runner, input.into(), InputSource::Interactive)
+                    .await
+            }
+        }
+    }
+
+    /// A prompt's text as the session's expander makes it
+    /// ([`AgentSessionBuilder::input_expander`](super::AgentSessionBuilder::input_expander):
+    /// prompt templates, skill commands); unchanged without one. [`prompt`](Self::prompt)
+    /// does it (after `/commands` and the extensions' `input` handlers); a front end that
+    /// queues a message with [`steer`](Self::steer) or [`follow_up`](Self::follow_up) calls
+    /// it first, as pi does.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the expander's.
+    pub async fn expand_input(&self, text: String) -> String {
+        match self.inner.expand.clone() {
+            Some(expand) => expand(text).await,
+            None => text,
+        }
+    }
+
+    /// [`prompt`](Self::prompt), with the source the extensions' `input` handlers see (pi's
+    /// `source`: a front end's RPC mode gives [`InputSource::Rpc`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`prompt`](Self::prompt).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`prompt`](Self::prompt).
+    pub async fn prompt_from(
+        &self,
+        input: impl Into<PromptInput>,
+        source: InputSource,
+    ) -> Result<RunOutcome, AgentSessionError> {
+        match self.inner.extensions.clone() {
+            None => self.prompt(input).await,
+            Some(runner) => {
+                self.prompt_with_extensions(&runner, input.into(), source)
                     .await
             }
         }
@@ -1213,6 +1299,7 @@ impl AgentSession {
             }
             _ => {}
         }
+        let text = self.expand_input(text).await;
         if self.inner.agent.is_streaming() {
             return Err(AgentError::AlreadyProcessing.into());
         }

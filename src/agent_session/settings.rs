@@ -95,3 +95,29 @@ impl Default for RetrySettings {
         }
     }
 }
+
+/// A setting a person changed through the session, which pi saves as the default for later
+/// sessions (its `settings.json`); given to
+/// [`AgentSessionBuilder::on_settings_change`](super::AgentSessionBuilder::on_settings_change).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SettingsChange {
+    /// `set_model`/`cycle_model`: pi's `defaultProvider` and `defaultModel`.
+    DefaultModel {
+        /// The provider.
+        provider: String,
+        /// The model id.
+        model_id: String,
+    },
+    /// `set_thinking_level` (when the model reasons, or the level is not `off`):
+    /// `defaultThinkingLevel`.
+    DefaultThinkingLevel(ThinkingLevel),
+    /// `set_steering_mode`: `steeringMode`.
+    SteeringMode(QueueMode),
+    /// `set_follow_up_mode`: `followUpMode`.
+    FollowUpMode(QueueMode),
+    /// `set_auto_compaction_enabled`: `compaction.enabled`.
+    AutoCompaction(bool),
+    /// `set_auto_retry_enabled`: `retry.enabled`.
+    AutoRetry(bool),
+}

@@ -384,6 +384,23 @@ impl AgentSession {
     /// Dropped while an extension is asked, nothing changes; dropped later, the new session
     /// may be in place without its `session_start`.
     pub async fn new_session(&self) -> Result<SwitchResult, AgentSessionError> {
+        self.new_session_with(NewSession::new()).await
+    }
+
+    /// [`new_session`](Self::new_session) with `options` (pi's `newSession({parentSession})`:
+    /// [`NewSession::with_parent_session`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`new_session`](Self::new_session).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`new_session`](Self::new_session).
+    pub async fn new_session_with(
+        &self,
+        options: NewSession,
+    ) -> Result<SwitchResult, AgentSessionError> {
         self.check_idle()?;
         let runner = self.inner.extensions.clone();
         if let Some(runner) = &runner {
@@ -403,7 +420,7 @@ impl AgentSession {
         {
             let (_op, _guard) = self.inner.begin_op()?;
             let _gate = self.inner.try_write_gate()?;
-            self.inner.session().new_session(NewSession::new());
+            self.inner.session().new_session(options);
             self.reload()?;
         }
         self.started(SessionStartReason::New, previous).await;

@@ -126,6 +126,18 @@ impl Extension {
         self.timeout
     }
 
+    /// The command-line flags the extension registers (its setup runs on a scratch
+    /// registration, so a front end can parse its command line before the session is
+    /// built; the setup should only register).
+    pub fn flags(&self) -> Vec<super::flag::Flag> {
+        self.register(0)
+            .registrations
+            .flags
+            .into_iter()
+            .map(|(_, f)| f)
+            .collect()
+    }
+
     pub(crate) fn register(&self, index: usize) -> ExtensionApi {
         let mut api = ExtensionApi {
             extension: index,

@@ -100,4 +100,4 @@ pub use process::{
 };
 pub use provider::ProviderConfig;
 pub use render::{MessageRenderOptions, RenderedMessage};
-pub use ui::{ExtensionUi, NoUi, NotifyKind, Ui};
+pub use ui::{DialogOptions, ExtensionUi, NoUi, NotifyKind, Ui};

@@ -34,6 +34,29 @@ impl NotifyKind {
     }
 }
 
+/// How a dialog is asked (pi's `ExtensionUIDialogOptions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct DialogOptions {
+    /// How long the extension waits for the answer; a front end may show it (pi's RPC mode
+    /// sends it as `timeout`, in milliseconds). The extension's side enforces it.
+    pub timeout: Option<Duration>,
+}
+
+impl DialogOptions {
+    /// No timeout.
+    pub fn new() -> Self {
+        DialogOptions::default()
+    }
+
+    /// Sets the timeout.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
 /// What a front end offers extensions (pi's `ExtensionUIContext`): dialogs that wait for a
 /// person, and displays that do not. A terminal UI, an RPC mode (which turns each call into
 /// an `extension_ui_request` line) or a test's script implements it.
@@ -62,6 +85,32 @@ pub trait ExtensionUi: Send + Sync + 'static {
 
     /// Asks for a longer text, starting from `prefill`; `None` when cancelled.
     async fn editor(&self, title: &str, prefill: Option<&str>) -> Option<String>;
+
+    /// [`select`](Self::select) with the dialog's options (its timeout, which the caller
+    /// enforces); a front end that shows them overrides it. Default: `select`.
+    async fn select_with(
+        &self,
+        title: &str,
+        options: &[String],
+        _dialog: DialogOptions,
+    ) -> Option<String> {
+        self.select(title, options).await
+    }
+
+    /// [`confirm`](Self::confirm) with the dialog's options. Default: `confirm`.
+    async fn confirm_with(&self, title: &str, message: &str, _dialog: DialogOptions) -> bool {
+        self.confirm(title, message).await
+    }
+
+    /// [`input`](Self::input) with the dialog's options. Default: `input`.
+    async fn input_with(
+        &self,
+        title: &str,
+        placeholder: Option<&str>,
+        _dialog: DialogOptions,
+    ) -> Option<String> {
+        self.input(title, placeholder).await
+    }
 
     /// Shows a notification; `kind` is `None` when the extension gave none (pi's
     /// `notify(message)`, which its RPC mode sends without `notifyType`; show it as
@@ -162,10 +211,13 @@ impl Ui {
         options: &[&str],
         timeout: Duration,
     ) -> Option<String> {
-        tokio::time::timeout(timeout, self.select(title, options))
-            .await
-            .ok()
-            .flatten()
+        let options: Vec<String> = options.iter().map(|o| (*o).to_owned()).collect();
+        let dialog = DialogOptions::new().with_timeout(timeout);
+        let asked = async {
+            let _asking = self.clock.pause();
+            self.ui.select_with(title, &options, dialog).await
+        };
+        tokio::time::timeout(timeout, asked).await.ok().flatten()
     }
 
     /// Asks yes or no; `false` when cancelled.
@@ -186,9 +238,27 @@ impl Ui {
         message: &str,
         timeout: Duration,
     ) -> bool {
-        tokio::time::timeout(timeout, self.confirm(title, message))
-            .await
-            .unwrap_or(false)
+        let dialog = DialogOptions::new().with_timeout(timeout);
+        let asked = async {
+            let _asking = self.clock.pause();
+            self.ui.confirm_with(title, message, dialog).await
+        };
+        tokio::time::timeout(timeout, asked).await.unwrap_or(false)
+    }
+
+    /// As [`input`](Self::input), answering `None` when no text came within `timeout`.
+    pub async fn input_with_timeout(
+        &self,
+        title: &str,
+        placeholder: Option<&str>,
+        timeout: Duration,
+    ) -> Option<String> {
+        let dialog = DialogOptions::new().with_timeout(timeout);
+        let asked = async {
+            let _asking = self.clock.pause();
+            self.ui.input_with(title, placeholder, dialog).await
+        };
+        tokio::time::timeout(timeout, asked).await.ok().flatten()
     }
 
     /// Asks for a line of text; `None` when cancelled.

@@ -148,3 +148,23 @@ pub(crate) async fn abortable<T>(
 
 /// pi's text for a call cut short by an abort.
 pub(crate) const ABORTED: &str = "Operation aborted";
+
+/// The image type of `bytes` when pi sends such a file as an image (the command's `@file`
+/// arguments).
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn read_image_mime(bytes: &[u8]) -> Option<&'static str> {
+    read::image_mime(bytes)
+}
+
+/// An image file as `read` sends it (scaled to pi's limits), with pi's note when it was
+/// scaled; `None` when it cannot be made small enough.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn fit_read_image(
+    bytes: &[u8],
+    mime: &str,
+) -> Option<(crate::llm::message::ImageContent, Option<String>)> {
+    read::fit_image(bytes, mime).map(|f| {
+        let note = f.resized.map(|r| r.note());
+        (crate::llm::message::ImageContent::new(f.data, f.mime), note)
+    })
+}

@@ -258,7 +258,7 @@ fn js_number(n: f64) -> String {
 }
 
 /// The image types pi sends as images, by their magic bytes.
-fn image_mime(bytes: &[u8]) -> Option<&'static str> {
+pub(crate) fn image_mime(bytes: &[u8]) -> Option<&'static str> {
     if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
         Some("image/png")
     } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
@@ -272,19 +272,22 @@ fn image_mime(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-struct Fitted {
-    data: String,
-    mime: String,
-    resized: Option<Resized>,
+/// An image as it is sent: base64 data, its type, and how it was scaled.
+pub(crate) struct Fitted {
+    pub(crate) data: String,
+    pub(crate) mime: String,
+    pub(crate) resized: Option<Resized>,
 }
 
-struct Resized {
+/// How an image was scaled to fit.
+pub(crate) struct Resized {
     original: (u32, u32),
     shown: (u32, u32),
 }
 
 impl Resized {
-    fn note(&self) -> String {
+    /// pi's note on the scaling, for the model.
+    pub(crate) fn note(&self) -> String {
         let scale = f64::from(self.original.0) / f64::from(self.shown.0);
         format!(
             "[Image: original {}x{}, displayed at {}x{}. Multiply coordinates by {scale:.2} to map to original image.]",
@@ -301,7 +304,7 @@ fn base64_len(bytes: usize) -> usize {
 /// to fit 2000x2000, then PNG and JPEG at falling qualities are tried and the first under the
 /// byte cap wins; failing all, the sides shrink by a quarter and it tries again. `None`: the
 /// image could not be decoded or made small enough.
-fn fit_image(bytes: &[u8], mime: &str) -> Option<Fitted> {
+pub(crate) fn fit_image(bytes: &[u8], mime: &str) -> Option<Fitted> {
     let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
         .with_guessed_format()
         .ok()?;
