@@ -29,7 +29,9 @@ use crate::session::{EntryType, SessionManager, to_llm};
 #[must_use]
 pub struct AgentSessionBuilder {
     session: SessionManager,
-    registry: ModelRegistry,
+    /// `None` until set: the default registry is built only when none was given (it
+    /// materializes the whole catalog).
+    registry: Option<ModelRegistry>,
     models: Vec<Model>,
     model: Option<Model>,
     default_model: Option<Model>,
@@ -68,7 +70,7 @@ impl AgentSession {
     pub fn builder(session: SessionManager) -> AgentSessionBuilder {
         AgentSessionBuilder {
             session,
-            registry: ModelRegistry::new(),
+            registry: None,
             models: Vec::new(),
             model: None,
             default_model: None,
@@ -97,7 +99,7 @@ impl AgentSessionBuilder {
     /// The models and credentials. Default: [`ModelRegistry::new`] (built-in models, keys
     /// from the environment).
     pub fn registry(mut self, registry: ModelRegistry) -> Self {
-        self.registry = registry;
+        self.registry = Some(registry);
         self
     }
 
@@ -295,7 +297,7 @@ impl AgentSessionBuilder {
     /// [`AgentSessionError::NoModel`] without a model, and session read or write errors.
     pub fn build(self) -> Result<AgentSession, AgentSessionError> {
         let mut session = self.session;
-        let mut registry = self.registry;
+        let mut registry = self.registry.unwrap_or_default();
         let models = self.models;
         // Extensions are set up first: the providers they register can hold the model.
         let mut tools = self.tools;

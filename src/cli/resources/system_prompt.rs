@@ -174,8 +174,49 @@ impl SystemPromptOptions {
 /// Today in the local time zone (`TZ`, else the system's), `YYYY-MM-DD`, as pi's
 /// `new Date()` gives it.
 pub fn local_date() -> String {
-    let now = jiff::ZonedDateTime::now();
+    let tz = std::env::var("TZ").ok();
+    let now = jiff::Timestamp::now().to_zoned_datetime(local_zone(tz.as_deref()));
     format!("{}-{:02}-{:02}", now.year(), now.month(), now.day())
+}
+
+/// The local time zone from its one TZif file: `tz` (the `TZ` variable) naming a zone of the
+/// zoneinfo directory or a file, else a POSIX rule; without it, `/etc/localtime`. jiff's
+/// `TimeZone::system` finds the same zone but first lists the whole zoneinfo database
+/// (about 0.4 MB of the command's memory, for one date); it stays the fallback.
+fn local_zone(tz: Option<&str>) -> jiff::tz::TimeZone {
+    use jiff::tz::TimeZone;
+    use std::path::{Path, PathBuf};
+    let read = |name: &str, path: &Path| {
+        let bytes = std::fs::read(path).ok()?;
+        TimeZone::tzif(name, &bytes).ok()
+    };
+    match tz {
+        Some(tz) if !tz.is_empty() => {
+            let name = tz.strip_prefix(':').unwrap_or(tz);
+            let file = if name.starts_with('/') {
+                read(name, Path::new(name))
+            } else if name.split('/').any(|part| part == "..") {
+                None
+            } else {
+                std::env::var_os("ZONEINFO")
+                    .map(PathBuf::from)
+                    .into_iter()
+                    .chain(
+                        [
+                            "/usr/share/zoneinfo",
+                            "/usr/lib/zoneinfo",
+                            "/usr/share/lib/zoneinfo",
+                            "/etc/zoneinfo",
+                        ]
+                        .map(PathBuf::from),
+                    )
+                    .find_map(|dir| read(name, &dir.join(name)))
+            };
+            file.or_else(|| TimeZone::posix(name).ok())
+                .unwrap_or_else(TimeZone::system)
+        }
+        _ => read("Local", Path::new("/etc/localtime")).unwrap_or_else(TimeZone::system),
+    }
 }
 
 fn push_context_files(prompt: &mut String, files: &[ContextFile]) {
@@ -316,6 +357,40 @@ Pi documentation (read only when the user asks about pi itself, its SDK, extensi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The offset of `tz` now, in seconds.
+    fn offset(tz: &jiff::tz::TimeZone) -> i32 {
+        tz.to_offset(jiff::Timestamp::now()).seconds()
+    }
+
+    #[test]
+    fn the_local_zone_is_read_from_one_file_or_a_rule() {
+        // A POSIX rule (no file has this name), with and without the leading colon.
+        assert_eq!(offset(&local_zone(Some("XYZ-5"))), 5 * 3600);
+        assert_eq!(offset(&local_zone(Some(":XYZ+3"))), -3 * 3600);
+        // A TZif file named by path.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("zone");
+        // jiff writes no TZif, so the system's UTC file is used when there is one.
+        if let Ok(bytes) = std::fs::read("/usr/share/zoneinfo/UTC") {
+            std::fs::write(&path, bytes).unwrap();
+            let tz = local_zone(Some(path.to_str().unwrap()));
+            assert_eq!(offset(&tz), 0);
+            assert_eq!(offset(&local_zone(Some("UTC"))), 0);
+        }
+        // A name that climbs out of the zoneinfo directory is not read as a file.
+        let climbing = local_zone(Some("../../../etc/passwd"));
+        assert_eq!(offset(&climbing), offset(&jiff::tz::TimeZone::system()));
+        // Without TZ: /etc/localtime, the same zone jiff finds.
+        if std::env::var_os("TZ").is_none() {
+            assert_eq!(
+                offset(&local_zone(None)),
+                offset(&jiff::tz::TimeZone::system())
+            );
+        }
+        let date = local_date();
+        assert_eq!(date.len(), 10, "{date}");
+    }
 
     #[test]
     fn guidelines_follow_the_tools() {

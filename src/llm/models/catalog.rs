@@ -98,10 +98,14 @@ pub(super) fn providers() -> impl Iterator<Item = &'static str> {
 
 /// Every built-in model, providers and models in pi's order.
 pub(super) fn all_models() -> Vec<Model> {
-    data::PROVIDERS
-        .iter()
-        .flat_map(|p| p.models.iter().map(|m| m.to_model(p.name)))
-        .collect()
+    // Sized up front: growing a vector of ~1,000 models copies it several times over.
+    let mut models = Vec::with_capacity(data::PROVIDERS.iter().map(|p| p.models.len()).sum());
+    models.extend(
+        data::PROVIDERS
+            .iter()
+            .flat_map(|p| p.models.iter().map(|m| m.to_model(p.name))),
+    );
+    models
 }
 
 /// The `(api, baseUrl)` of a provider's first model: what a custom model of a built-in

@@ -495,6 +495,9 @@ impl ModelRegistry {
             }
         }
         // Custom models: replace a built-in with the same provider and id, else append.
+        // Reserved exactly: one push past the catalog's capacity would double it (~0.4 MB).
+        self.models
+            .reserve_exact(config.providers.iter().map(|(_, p)| p.models.len()).sum());
         for (name, provider) in &config.providers {
             let defaults = catalog::provider_defaults(name);
             for def in &provider.models {
