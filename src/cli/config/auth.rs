@@ -11,6 +11,8 @@ use serde_json::Value;
 use super::file::{self, FileError};
 use crate::llm::env_var_names;
 use crate::llm::options::ApiKey;
+/// Re-exported here: the usual fallback of an [`AuthStorage`] in tests and sandboxes.
+pub use crate::models::NoCredentials;
 use crate::models::{CredentialSource, EnvCredentials, resolve_config_value};
 
 /// An `auth.json` that cannot be used, or a credential pi-engine cannot use.
@@ -151,22 +153,6 @@ impl fmt::Debug for AuthStorage {
             .field("runtime_keys", &self.runtime_keys())
             .field("fallback", &self.fallback)
             .finish()
-    }
-}
-
-/// A [`CredentialSource`] with nothing in it: for an [`AuthStorage`] that must not read the
-/// environment (tests, sandboxes).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoCredentials;
-
-#[async_trait::async_trait]
-impl CredentialSource for NoCredentials {
-    fn has_auth(&self, _provider: &str) -> bool {
-        false
-    }
-
-    async fn api_key(&self, _provider: &str) -> Option<ApiKey> {
-        None
     }
 }
 

@@ -35,7 +35,7 @@ mod registry;
 
 pub use config_value::{resolve_config_value, resolve_config_value_uncached};
 pub use models_json::ModelsJsonError;
-pub use registry::{CredentialSource, EnvCredentials, ModelRegistry, RequestAuth};
+pub use registry::{CredentialSource, EnvCredentials, ModelRegistry, NoCredentials, RequestAuth};
 
 use crate::llm::message::{Cost, Usage};
 use crate::llm::model::Model;

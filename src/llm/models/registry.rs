@@ -70,6 +70,22 @@ impl CredentialSource for EnvCredentials {
     }
 }
 
+/// A [`CredentialSource`] with nothing in it: for a registry (or the `pi-engine` command's
+/// `auth.json` store) that must not read the environment — tests, sandboxes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoCredentials;
+
+#[async_trait::async_trait]
+impl CredentialSource for NoCredentials {
+    fn has_auth(&self, _provider: &str) -> bool {
+        false
+    }
+
+    async fn api_key(&self, _provider: &str) -> Option<ApiKey> {
+        None
+    }
+}
+
 /// What `models.json` says about authenticating a provider's requests.
 #[derive(Clone, Default)]
 struct ProviderRequest {
@@ -832,22 +848,11 @@ mod tests {
             "Failed to resolve provider \"bare\" header \"H\" from shell command: exit 2"
         );
 
-        #[derive(Debug)]
-        struct NoKeys;
-        #[async_trait::async_trait]
-        impl CredentialSource for NoKeys {
-            fn has_auth(&self, _: &str) -> bool {
-                false
-            }
-            async fn api_key(&self, _: &str) -> Option<ApiKey> {
-                None
-            }
-        }
         let r = ModelRegistry::from_models_json(
             r#"{"providers": {"openai": {"authHeader": true, "headers": {"a": "b"}}}}"#,
         )
         .unwrap()
-        .with_credentials(Arc::new(NoKeys));
+        .with_credentials(Arc::new(NoCredentials));
         let model = r.find("openai", "gpt-5.4").unwrap();
         assert!(!r.has_auth(model));
         let err = r.request_auth(model).await.unwrap_err();
