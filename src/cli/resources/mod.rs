@@ -376,18 +376,14 @@ impl ResourceLoader {
         let mut prompt_diags = Vec::new();
         for t in load_templates(&cwd, &home, &prompt_paths, &template_source) {
             if let Some(winner) = templates.iter().find(|w| w.name == t.name) {
-                prompt_diags.push(ResourceDiagnostic {
-                    kind: DiagnosticType::Collision,
-                    message: format!("name \"/{}\" collision", t.name),
-                    path: Some(paths::text(&t.file_path)),
-                    collision: Some(Collision {
-                        resource_type: "prompt".to_owned(),
-                        name: t.name.clone(),
-                        winner_path: paths::text(&winner.file_path),
-                        loser_path: paths::text(&t.file_path),
-                    }),
-                    resource: ResourceKind::PromptTemplate,
-                });
+                prompt_diags.push(ResourceDiagnostic::collision(
+                    ResourceKind::PromptTemplate,
+                    "prompt",
+                    format!("name \"/{}\" collision", t.name),
+                    &t.name,
+                    &winner.file_path,
+                    &t.file_path,
+                ));
             } else {
                 templates.push(t);
             }

@@ -11,9 +11,7 @@ use yaml_rust2::Yaml;
 use super::frontmatter;
 use super::paths;
 use super::text::{escape_xml, js_len, js_trim};
-use super::types::{
-    Collision, DiagnosticType, ResourceDiagnostic, ResourceKind, SourceInfo, SourceScope,
-};
+use super::types::{ResourceDiagnostic, ResourceKind, SourceInfo, SourceScope};
 use super::walk;
 
 const MAX_NAME_LENGTH: usize = 64;
@@ -211,18 +209,14 @@ impl SkillSet {
                 continue;
             }
             if let Some(existing) = self.skills.iter().find(|s| s.name == skill.name) {
-                self.collisions.push(ResourceDiagnostic {
-                    kind: DiagnosticType::Collision,
-                    message: format!("name \"{}\" collision", skill.name),
-                    path: Some(paths::text(&skill.file_path)),
-                    collision: Some(Collision {
-                        resource_type: "skill".to_owned(),
-                        name: skill.name.clone(),
-                        winner_path: paths::text(&existing.file_path),
-                        loser_path: paths::text(&skill.file_path),
-                    }),
-                    resource: ResourceKind::Skill,
-                });
+                self.collisions.push(ResourceDiagnostic::collision(
+                    ResourceKind::Skill,
+                    "skill",
+                    format!("name \"{}\" collision", skill.name),
+                    &skill.name,
+                    &existing.file_path,
+                    &skill.file_path,
+                ));
             } else {
                 self.real_paths.insert(real);
                 self.skills.push(skill);
@@ -417,6 +411,7 @@ pub fn expand_skill_command(text: &str, skills: &[Skill]) -> Result<String, Skil
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::resources::types::DiagnosticType;
 
     fn write(path: &Path, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -163,6 +163,31 @@ impl ResourceDiagnostic {
         }
     }
 
+    /// pi's collision of two resources named `name`: `loser` is left out for `winner`.
+    /// `resource_type` is pi's (`"skill"`, `"prompt"`).
+    pub(crate) fn collision(
+        resource: ResourceKind,
+        resource_type: &str,
+        message: String,
+        name: &str,
+        winner: &std::path::Path,
+        loser: &std::path::Path,
+    ) -> Self {
+        let loser = super::paths::text(loser);
+        ResourceDiagnostic {
+            kind: DiagnosticType::Collision,
+            message,
+            path: Some(loser.clone()),
+            collision: Some(Collision {
+                resource_type: resource_type.to_owned(),
+                name: name.to_owned(),
+                winner_path: super::paths::text(winner),
+                loser_path: loser,
+            }),
+            resource,
+        }
+    }
+
     pub(crate) fn warning(resource: ResourceKind, message: impl Into<String>, path: &str) -> Self {
         Self::new(
             resource,
