@@ -8,7 +8,6 @@ mod pi_npm;
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -1375,20 +1374,12 @@ async fn statistics_add_up_the_context() {
 
 /// What pi 0.73.1's SessionManager reads from `file` (tests/support/pi_session.mjs).
 fn pi_describe(modules: &Path, file: &Path) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/pi_session.mjs");
-    let out = Command::new("node")
-        .arg(script)
-        .arg("describe")
-        .arg(file)
-        .env("PI_NPM_MODULES", modules)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "pi failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = pi_npm::stdout_of(
+        pi_npm::node_script("pi_session.mjs", modules)
+            .arg("describe")
+            .arg(file),
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&out).unwrap()
 }
 
 #[tokio::test]

@@ -1157,18 +1157,9 @@ async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 /// A process extension that writes the reason of `session_shutdown` to `shutdown.txt`, with
 /// a command `/quit-now` that asks the program to end (`ctx.shutdown()`).
 fn shutdown_recorder(sb: &Sandbox) {
-    let script = sb.cwd.join("record.py");
-    write(
-        &script,
-        &format!(
-            r#"#!/usr/bin/env python3
-import sys
-sys.path.insert(0, {helper:?})
-sys.dont_write_bytecode = True
-from pi_extension import Extension
-
-ext = Extension()
-
+    write_python_extension(
+        &sb.cwd.join("record.py"),
+        r#"
 @ext.on("session_shutdown")
 def shutdown(event, ctx):
     with open("shutdown.txt", "w") as f:
@@ -1177,19 +1168,28 @@ def shutdown(event, ctx):
 @ext.command("quit-now", "Ends the program")
 def quit_now(args, ctx):
     ctx.call("shutdown")
-
-ext.run()
 "#,
-            helper = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("examples/extensions")
-                .display()
-                .to_string()
+    );
+}
+
+/// Writes an executable process extension at `path`: `body` between the setup of
+/// `examples/extensions/pi_extension.py`'s `ext = Extension()` (`json` and `sys` imported)
+/// and `ext.run()`.
+fn write_python_extension(path: &Path, body: &str) {
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/extensions");
+    write(
+        path,
+        &format!(
+            "#!/usr/bin/env python3\nimport json, sys\nsys.path.insert(0, {helper:?})\n\
+             sys.dont_write_bytecode = True\nfrom pi_extension import Extension\n\n\
+             ext = Extension()\n{body}\next.run()\n",
+            helper = helper.display().to_string()
         ),
     );
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 }
 
@@ -1375,38 +1375,17 @@ async fn an_extension_flag_is_accepted_after_its_extension_is_loaded() {
     assert_eq!(out.stdout, "Gated.\n");
 
     // The values reach the extension: one that writes its flags into the system prompt.
-    let script = sb.cwd.join("flags.py");
-    write(
-        &script,
-        &format!(
-            r#"#!/usr/bin/env python3
-import json, sys
-sys.path.insert(0, {helper:?})
-sys.dont_write_bytecode = True
-from pi_extension import Extension
-
-ext = Extension()
-ext.flag("team", type="string", description="The team to answer for")
+    write_python_extension(
+        &sb.cwd.join("flags.py"),
+        r#"ext.flag("team", type="string", description="The team to answer for")
 ext.flag("loud", type="boolean", default=False, description="Shout")
 
 @ext.on("before_agent_start")
 def start(event, ctx):
-    flags = {{"team": ctx.get_flag("team"), "loud": ctx.get_flag("loud")}}
-    return {{"systemPrompt": "flags: " + json.dumps(flags, sort_keys=True)}}
-
-ext.run()
+    flags = {"team": ctx.get_flag("team"), "loud": ctx.get_flag("loud")}
+    return {"systemPrompt": "flags: " + json.dumps(flags, sort_keys=True)}
 "#,
-            helper = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("examples/extensions")
-                .display()
-                .to_string()
-        ),
     );
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
     let out = sb.run(&["-e", "./flags.py", "--help"]).await;
     assert!(
         out.stdout.ends_with(

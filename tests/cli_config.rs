@@ -12,7 +12,6 @@ mod pi_npm;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use pi_engine::ThinkingLevel;
@@ -771,25 +770,18 @@ fn run_pi(input: &Value, home: &Path) -> Value {
     let modules = pi_npm::require("@mariozechner/pi-coding-agent");
     let file = home.join("pi-input.json");
     fs::write(&file, input.to_string()).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/pi_config.mjs");
-    let out = Command::new("node")
-        .arg(script)
-        .arg(&file)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("PI_CODING_AGENT_DIR", home.join("agent"))
-        .env("PI_NPM_MODULES", modules)
-        .env("NO_COLOR", "1")
-        .env("PI_OFFLINE", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "pi failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = pi_npm::stdout_of(
+        pi_npm::node_script("pi_config.mjs", &modules)
+            .arg(&file)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home)
+            .env("PI_CODING_AGENT_DIR", home.join("agent"))
+            .env("PI_NPM_MODULES", &modules)
+            .env("NO_COLOR", "1")
+            .env("PI_OFFLINE", "1"),
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&out).unwrap()
 }
 
 fn model_ref(m: Option<&pi_engine::Model>) -> Value {

@@ -14,7 +14,7 @@ mod pi_npm;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 
 use pi_engine::agent::AgentTool;
@@ -29,11 +29,8 @@ use serde_json::{Value, json};
 /// Runs the driver with `request` on stdin, in `cwd` with `HOME=home`.
 fn run_pi(request: &Value, cwd: &Path, home: &Path) -> Value {
     let modules = pi_npm::require("@mariozechner/pi-coding-agent");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/pi_resources.mjs");
-    let mut child = Command::new("node")
-        .arg(script)
+    let mut child = pi_npm::node_script("pi_resources.mjs", &modules)
         .current_dir(cwd)
-        .env("PI_NPM_MODULES", modules)
         .env("HOME", home)
         .env_remove("PI_PACKAGE_DIR")
         .env_remove("PI_CODING_AGENT_DIR")

@@ -241,6 +241,18 @@ fn plain(faux: &FauxProvider) -> (AgentSession, RpcOptions) {
     session(faux, None, Vec::new(), AgentSessionSettings::default())
 }
 
+/// A session with the [`asker`] extension, and what it has seen.
+fn asking(faux: &FauxProvider) -> (AgentSession, RpcOptions, Arc<Mutex<Seen>>) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let (session, options) = session(
+        faux,
+        None,
+        vec![asker(seen.clone())],
+        AgentSessionSettings::default(),
+    );
+    (session, options, seen)
+}
+
 /// What the extensions of these tests saw.
 #[derive(Debug, Default)]
 struct Seen {
@@ -522,13 +534,7 @@ async fn images_and_a_streaming_behavior_while_idle() {
 async fn a_command_waiting_for_a_dialog_does_not_hold_prompts_back() {
     let faux = FauxProvider::new();
     faux.push(FauxResponse::text("Meanwhile."));
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let (session, options) = session(
-        &faux,
-        None,
-        vec![asker(seen.clone())],
-        AgentSessionSettings::default(),
-    );
+    let (session, options, seen) = asking(&faux);
     let mut rpc = Rpc::start(session, options);
     rpc.send(json!({"id": "ask", "type": "prompt", "message": "/ask"}))
         .await;
@@ -932,13 +938,7 @@ async fn get_commands_lists_extension_commands_then_templates_then_skills() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dialog_is_answered_through_extension_ui_response_and_never_blocks_the_reader() {
     let faux = FauxProvider::new();
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let (session, options) = session(
-        &faux,
-        None,
-        vec![asker(seen.clone())],
-        AgentSessionSettings::default(),
-    );
+    let (session, options, seen) = asking(&faux);
     let mut rpc = Rpc::start(session, options);
     rpc.send(json!({"id": "ask", "type": "prompt", "message": "/ask deploy?"}))
         .await;
@@ -1137,13 +1137,7 @@ async fn crlf_unicode_separators_and_an_unterminated_last_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_end_of_input_cancels_open_dialogs_and_shuts_the_session_down() {
     let faux = FauxProvider::new();
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let (session, options) = session(
-        &faux,
-        None,
-        vec![asker(seen.clone())],
-        AgentSessionSettings::default(),
-    );
+    let (session, options, seen) = asking(&faux);
     let mut rpc = Rpc::start(session, options);
     rpc.send(json!({"id": "ask", "type": "prompt", "message": "/ask"}))
         .await;
@@ -1182,13 +1176,7 @@ async fn the_end_of_input_aborts_a_run() {
 #[tokio::test]
 async fn an_extension_shutdown_ends_the_mode_after_its_command() {
     let faux = FauxProvider::new();
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let (session, options) = session(
-        &faux,
-        None,
-        vec![asker(seen.clone())],
-        AgentSessionSettings::default(),
-    );
+    let (session, options, seen) = asking(&faux);
     let mut rpc = Rpc::start(session, options);
     rpc.send(json!({"id": "q", "type": "prompt", "message": "/quit"}))
         .await;

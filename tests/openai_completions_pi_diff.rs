@@ -15,7 +15,6 @@
 mod pi_npm;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use pi_engine::providers::openai_completions::OpenAiCompletionsProvider;
@@ -27,20 +26,12 @@ fn pi_bodies(modules: &Path, cases: &[Value]) -> Vec<Value> {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("cases.json");
     std::fs::write(&file, serde_json::to_vec(cases).unwrap()).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/pi_openai_payload.mjs");
-    let out = Command::new("node")
-        .arg(script)
-        .arg(&file)
-        .env("PI_NPM_MODULES", modules)
-        .env_remove("PI_CACHE_RETENTION")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "node failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = pi_npm::stdout_of(
+        pi_npm::node_script("pi_openai_payload.mjs", modules)
+            .arg(&file)
+            .env_remove("PI_CACHE_RETENTION"),
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&out).unwrap()
 }
 
 /// Our body for one case.

@@ -8,7 +8,6 @@
 mod pi_npm;
 
 use std::path::Path;
-use std::process::Command;
 
 use pi_engine::agent::AgentMessage;
 use pi_engine::session::{BashExecutionMessage, SessionManager, SessionOptions, convert_to_llm};
@@ -19,19 +18,8 @@ use pi_engine::{
 use serde_json::{Value, json};
 
 fn run_pi(modules: &Path, args: &[&str]) -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/pi_session.mjs");
-    let out = Command::new("node")
-        .arg(script)
-        .args(args)
-        .env("PI_NPM_MODULES", modules)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "pi failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    let out = pi_npm::stdout_of(pi_npm::node_script("pi_session.mjs", modules).args(args));
+    String::from_utf8(out).unwrap()
 }
 
 /// What this crate reads from a file, in the shape `pi_session.mjs describe` prints.

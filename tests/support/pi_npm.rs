@@ -29,3 +29,28 @@ pub fn require(package: &str) -> PathBuf {
         .find(|d| d.join(package).join("package.json").exists())
         .unwrap_or_else(|| panic!("{NEEDS}: {package} is not installed in .pi-npm/ or $PI_NPM"))
 }
+
+/// `node tests/support/<script>` with `PI_NPM_MODULES=modules`: one of the drivers that run
+/// pi's own functions. (A caller that clears the environment sets the variable again.)
+pub fn node_script(script: &str, modules: &Path) -> Command {
+    let mut command = Command::new("node");
+    command
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/support")
+                .join(script),
+        )
+        .env("PI_NPM_MODULES", modules);
+    command
+}
+
+/// Runs `command` to its end and returns its stdout; panics with its stderr when it fails.
+pub fn stdout_of(command: &mut Command) -> Vec<u8> {
+    let out = command.output().unwrap();
+    assert!(
+        out.status.success(),
+        "pi failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
