@@ -781,10 +781,26 @@ async fn sessions_forks_and_what_they_hold() {
     );
     assert_eq!(forks[1]["text"], "Second question");
 
-    assert!(
-        rpc.error(json!({"type": "export_html"}))
-            .await
-            .contains("not available")
+    // export_html: the page of the session file, where asked.
+    let page = dir.path().join("export.html");
+    let exported = rpc
+        .data(json!({"type": "export_html", "outputPath": page.to_string_lossy()}))
+        .await;
+    assert_eq!(exported, json!({"path": page.to_string_lossy()}));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    for text in [
+        "First question",
+        "First answer",
+        "Second question",
+        "Second answer",
+    ] {
+        assert!(html.contains(text), "{text}");
+    }
+    assert_eq!(
+        rpc.error(json!({"type": "export_html", "outputPath": 5}))
+            .await,
+        "Invalid command: \"outputPath\" must be a string"
     );
 
     // compact: the summary comes from the model.
@@ -856,6 +872,57 @@ async fn sessions_forks_and_what_they_hold() {
             .await
             .is_empty()
     );
+    let _ = rpc.close().await;
+}
+
+#[tokio::test]
+async fn export_html_needs_a_session_file_with_something_in_it() {
+    let faux = FauxProvider::new();
+    // In memory: pi's refusal.
+    let (in_memory, options) = plain(&faux);
+    let mut rpc = Rpc::start(in_memory, options);
+    assert_eq!(
+        rpc.error(json!({"type": "export_html"})).await,
+        "Cannot export in-memory session to HTML"
+    );
+    let _ = rpc.close().await;
+
+    // A file that is not there (the builder writes the model and thinking level at once, so
+    // a new session has a file; this one was removed).
+    let dir = tempfile::tempdir().unwrap();
+    let (gone, options) = session(
+        &faux,
+        Some(&dir.path().join("gone")),
+        Vec::new(),
+        AgentSessionSettings::default(),
+    );
+    std::fs::remove_file(gone.session_file().unwrap()).unwrap();
+    let mut rpc = Rpc::start(gone, options);
+    assert_eq!(
+        rpc.error(json!({"type": "export_html"})).await,
+        "Nothing to export yet - start a conversation first"
+    );
+    let _ = rpc.close().await;
+
+    let (on_file, options) = session(
+        &faux,
+        Some(dir.path()),
+        Vec::new(),
+        AgentSessionSettings::default(),
+    );
+    let mut rpc = Rpc::start(on_file, options);
+    faux.push(FauxResponse::text("An answer with **markdown**."));
+    rpc.data(json!({"type": "prompt", "message": "A <question>"}))
+        .await;
+    rpc.until(|l| l["type"] == "agent_end").await;
+    let page = dir.path().join("page.html");
+    let data = rpc
+        .data(json!({"type": "export_html", "outputPath": page.to_string_lossy()}))
+        .await;
+    assert_eq!(data["path"], page.to_string_lossy().as_ref());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("A &lt;question&gt;"));
+    assert!(html.contains("An answer with <strong>markdown</strong>."));
     let _ = rpc.close().await;
 }
 

@@ -246,7 +246,7 @@ impl AgentSession {
         let registry_models: Vec<&crate::llm::model::Model> = if self.inner.needs_auth() {
             registry.available()
         } else {
-            registry.all().iter().collect()
+            registry.all().collect()
         };
         for m in self
             .inner

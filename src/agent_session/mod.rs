@@ -98,6 +98,8 @@ mod builder;
 mod compaction;
 mod error;
 mod event;
+#[cfg(feature = "export-html")]
+mod export;
 mod extension_calls;
 mod json_lines;
 mod models;

@@ -1,4 +1,5 @@
-//! `pi-engine`: pi's command line and its print, JSON and RPC modes (see `pi_engine::cli`).
+//! `pi-engine`: pi's command line and its print, JSON and RPC modes, and an ACP mode for
+//! editors (see `pi_engine::cli`).
 //!
 //! The Rust ports of pi's example extensions (`examples/pi_extensions/`) are compiled in:
 //! `pi-engine -e permission-gate` loads the port of pi's `permission-gate.ts`, as

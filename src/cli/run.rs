@@ -22,7 +22,8 @@ use super::rpc::{self, RpcOptions, RpcUi, SlashCommand, SourceInfo};
 use crate::agent::PromptInput;
 use crate::agent_session::{AgentSession, SettingsChange, UpdateShape};
 use crate::extensions::{
-    Extension, FlagInfo, ProcessExtension, ProcessExtensionError, ProcessExtensionOptions,
+    Extension, ExtensionUi, FlagInfo, ProcessExtension, ProcessExtensionError,
+    ProcessExtensionOptions,
 };
 use crate::llm::options::StreamOptions;
 use crate::tools::{BuiltinTools, LocalBash};
@@ -75,6 +76,16 @@ enum Exit {
     Done(String),
     /// clap's own output and exit code (a usage error: 2).
     Usage(clap::Error),
+    /// Exit code 1 after the errors were printed (what they said, for ACP's answer).
+    Reported(String),
+    /// The model's provider has no credentials: a message on stderr and exit code 1.
+    NeedsAuth(String),
+}
+
+/// What a mode runs: the session and what its front end lists.
+struct Built {
+    session: AgentSession,
+    resources: Arc<Resources>,
 }
 
 impl Cli {
@@ -130,10 +141,11 @@ impl Cli {
                 print!("{text}");
                 ExitCode::SUCCESS
             }
-            Err(Exit::Error(text)) => {
+            Err(Exit::Error(text) | Exit::NeedsAuth(text)) => {
                 eprintln!("{text}");
                 ExitCode::from(1)
             }
+            Err(Exit::Reported(_)) => ExitCode::from(1),
             Err(Exit::Usage(e)) => {
                 let _ = e.print();
                 ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
@@ -182,6 +194,92 @@ impl Cli {
         Ok(out)
     }
 
+    /// `--mode acp`: sessions are made when the client asks, each in its own directory
+    /// with that directory's configuration (as `pi-engine` started there would make it).
+    async fn acp(&self, parsed: Args, extension_names: Vec<String>) -> Result<ExitCode, Exit> {
+        use super::acp::{self, AcpOptions, AcpSessionSetup, AcpSetupError};
+        let parsed = Arc::new(parsed);
+        let agent_dir = default_agent_dir();
+        let cli = self.clone();
+        let factory = {
+            let (parsed, agent_dir) = (parsed.clone(), agent_dir.clone());
+            move |setup: AcpSessionSetup| {
+                let (cli, parsed, agent_dir) = (cli.clone(), parsed.clone(), agent_dir.clone());
+                let names = extension_names.clone();
+                async move {
+                    let failed = |e: Exit| match e {
+                        Exit::NeedsAuth(m) => AcpSetupError::NeedsAuth(plain(&m)),
+                        Exit::Error(m) | Exit::Reported(m) | Exit::Done(m) => {
+                            AcpSetupError::Failed(plain(&m))
+                        }
+                        Exit::Usage(e) => AcpSetupError::Failed(e.to_string()),
+                    };
+                    let cwd = setup.cwd().to_owned();
+                    let config = Config::load(ConfigPaths::new(&cwd, &agent_dir))
+                        .map_err(|e| AcpSetupError::Failed(e.to_string()))?;
+                    if let Some(e) = &config.models_error {
+                        return Err(AcpSetupError::Failed(format!(
+                            "{e} ({})",
+                            config.paths.models().display()
+                        )));
+                    }
+                    let load = setup.session_to_load().map(str::to_owned);
+                    let request = SessionRequest::from_flags(
+                        false,
+                        parsed.no_session,
+                        false,
+                        load.as_deref(),
+                        None,
+                    )
+                    .map_err(|e| AcpSetupError::Failed(e.to_string()))?;
+                    let session_dir = parsed.session_dir.clone();
+                    let (config, sm) = blocking(move || {
+                        let sm = config.open_session(&request, session_dir.as_deref());
+                        (config, sm)
+                    })
+                    .await;
+                    let sm = sm.map_err(|e| match &load {
+                        Some(id) => AcpSetupError::NotFound(format!("no session {id}: {e}")),
+                        None => AcpSetupError::Failed(e.to_string()),
+                    })?;
+                    let extensions = cli.load_extensions(&names, &cwd).await.map_err(failed)?;
+                    let built = build_session(
+                        &parsed,
+                        config,
+                        sm,
+                        &agent_dir,
+                        extensions,
+                        Some(setup.extension_ui()),
+                        setup.file_system(),
+                    )
+                    .await
+                    .map_err(failed)?;
+                    Ok(built.session)
+                }
+            }
+        };
+        // `authenticate`: does the model the command line picks (or the settings') have a
+        // key now? Read again each time: a key may have been added since.
+        let auth_check = {
+            let (parsed, agent_dir) = (parsed.clone(), agent_dir.clone());
+            let cwd = std::env::current_dir().unwrap_or_default();
+            move || {
+                let Ok(config) = Config::load(ConfigPaths::new(&cwd, &agent_dir)) else {
+                    return false;
+                };
+                let selection = config.select_model(&model_args(&parsed), false);
+                selection
+                    .model
+                    .is_some_and(|m| config.auth.require(&m.provider).is_ok())
+            }
+        };
+        let options = AcpOptions::new()
+            .with_auth_check(auth_check)
+            .stop_on(termination());
+        let exit = acp::run(factory, stdin_lines(), tokio::io::stdout(), options).await;
+        Ok(ExitCode::from(exit.exit_code()))
+    }
+
     async fn main(&self, raw: Vec<String>) -> Result<ExitCode, Exit> {
         let cwd = std::env::current_dir()
             .map_err(|e| Exit::Error(format!("Error: no working directory: {e}")))?;
@@ -209,16 +307,24 @@ impl Cli {
             return Err(Exit::Done(format!("{}\n", env!("CARGO_PKG_VERSION"))));
         }
         // `--offline`: pi skips its startup network checks; pi-engine makes none.
-        if parsed.export.is_some() {
-            return Err(Exit::Error(
-                "Error: the HTML export is not available in pi-engine yet".to_owned(),
-            ));
+        // `--export <session> [output]`: pi takes the output from the first message.
+        if let Some(input) = parsed.export.clone() {
+            let output = parsed.messages.first().map(PathBuf::from);
+            let exported = blocking(move || {
+                crate::session::export_html::export_session_file(
+                    Path::new(&input),
+                    output.as_deref(),
+                )
+            })
+            .await;
+            return match exported {
+                Ok(path) => Err(Exit::Done(format!("Exported to: {}\n", path.display()))),
+                Err(e) => Err(Exit::Error(format!("Error: {e}"))),
+            };
         }
         let mode = app_mode(&parsed);
         if mode == AppMode::Acp {
-            return Err(Exit::Error(
-                "Error: ACP mode (--mode acp) is not available in pi-engine yet".to_owned(),
-            ));
+            return self.acp(parsed, names).await;
         }
         if mode == AppMode::Rpc && !parsed.file_args.is_empty() {
             return Err(Exit::Error(
@@ -268,109 +374,22 @@ impl Cli {
             return Err(Exit::Done(config.list_models(search.as_deref())));
         }
 
-        // The model.
-        let has_messages = sm
-            .build_session_context()
-            .is_ok_and(|c| !c.messages.is_empty());
-        let mut model_args = ModelArgs::new();
-        model_args.provider = parsed.provider.clone();
-        model_args.model = parsed.model.clone();
-        model_args.thinking = parsed.thinking;
-        model_args.models = parsed.models.clone();
-        model_args.api_key = parsed.api_key.clone();
-        let selection = config.select_model(&model_args, has_messages);
-        report(&config.diagnostics);
-        report(&selection.diagnostics);
-        if selection.has_errors() {
-            return Ok(ExitCode::from(1));
-        }
-
-        // Resources, tools, the system prompt.
-        let settings = config.settings.settings();
-        let resources = ResourceLoader::load_async(
-            session_cwd.clone(),
-            agent_dir.clone(),
-            resource_options(&parsed, &config),
-        )
-        .await;
-        // pi's print mode shows the context files' warnings, not the skills' or templates'.
-        for d in &resources.diagnostics {
-            if d.resource == ResourceKind::ContextFile {
-                eprintln!("Warning: {}", d.message);
-            }
-        }
-        let mut builtin = BuiltinTools::new(&session_cwd);
-        if let Some(shell) = &settings.shell_path {
-            builtin = builtin.with_bash_operations(Arc::new(LocalBash::new().with_shell(shell)));
-        }
-        let all_builtin = builtin.all();
-
-        // The session.
-        let interactive = mode == AppMode::Rpc;
-        let (ui, channel) = if interactive {
+        let (ui, channel) = if mode == AppMode::Rpc {
             let (ui, channel) = RpcUi::new();
-            (Some(ui), Some(channel))
+            (Some(ui as Arc<dyn ExtensionUi>), Some(channel))
         } else {
             (None, None)
         };
-        let r = Arc::new(resources);
-        let expander = r.clone();
-        let (for_prompt, prompt_cwd) = (r.clone(), session_cwd.clone());
-        let saver = config.settings.clone();
-        // `config`'s registry moves into the session: a clone would be another copy of the
-        // built-in catalog (about 0.6 MB of heap at startup). What is used of `config` after
-        // this is taken first.
-        let auth = config.auth.clone();
         let session_options = config.session_options(parsed.session_dir.as_deref());
-        let mut builder = AgentSession::builder(sm)
-            .registry(config.registry)
-            .settings(settings.to_agent_session_settings())
-            .options(settings.apply_to_stream_options(StreamOptions::new()))
-            .scoped_models(selection.scoped_models.clone())
-            .tools(all_builtin)
-            .input_expander(move |text| {
-                let r = expander.clone();
-                async move { expand_input_async(&text, &r).await }
-            })
-            .on_settings_change(move |change| save_setting(&saver, change))
-            // pi's system prompt, rebuilt whenever the active tools change.
-            .system_prompt_for_tools(move |tools| {
-                build_system_prompt(
-                    &SystemPromptOptions::new(&prompt_cwd)
-                        .with_resources(&for_prompt)
-                        .with_tools(tools),
-                )
-            });
-        if let Some(m) = selection.model.clone() {
-            builder = builder.model(m);
-        }
-        if let Some(m) = selection.default_model.clone() {
-            builder = builder.default_model(m);
-        }
-        if let Some(level) = selection.thinking_level {
-            builder = builder.thinking_level(level);
-        }
-        for e in extensions {
-            builder = builder.extension(e);
-        }
-        for (name, value) in &parsed.extension_flags {
-            builder = builder.flag_value(name.clone(), value.clone());
-        }
-        if let Some(ui) = ui {
-            builder = builder.extension_ui_arc(ui);
-        }
-        let session = match builder.build() {
-            Ok(s) => s,
-            Err(crate::agent_session::AgentSessionError::NoModel) => {
-                return Err(Exit::Error(NO_MODELS_AVAILABLE.to_owned()));
-            }
-            Err(e) => return Err(Exit::Error(format!("Error: {e}"))),
+        let built = build_session(&parsed, config, sm, &agent_dir, extensions, ui, None).await;
+        let Built {
+            session,
+            resources: r,
+        } = match built {
+            Ok(built) => built,
+            Err(Exit::Reported(_)) => return Ok(ExitCode::from(1)),
+            Err(e) => return Err(e),
         };
-        // (`Config::check_model`, on the moved-from `config`.)
-        auth.require(&session.model().provider)
-            .map_err(|e| Exit::Error(format!("Error: {e}")))?;
-        let active = active_tools(&parsed, &session);
-        session.set_active_tools(&active);
 
         match mode {
             AppMode::Rpc => {
@@ -432,6 +451,123 @@ impl Cli {
     }
 }
 
+/// The session of a run, as pi's `main` makes it after the session file is open: the model,
+/// the resources, the tools (on `fs` when given), the system prompt, the extensions and the
+/// UI, then the active tools.
+async fn build_session(
+    parsed: &Args,
+    config: Config,
+    sm: crate::session::SessionManager,
+    agent_dir: &Path,
+    extensions: Vec<Extension>,
+    ui: Option<Arc<dyn ExtensionUi>>,
+    fs: Option<Arc<dyn crate::tools::FileSystem>>,
+) -> Result<Built, Exit> {
+    let session_cwd = PathBuf::from(sm.cwd());
+    // The model.
+    let has_messages = sm
+        .build_session_context()
+        .is_ok_and(|c| !c.messages.is_empty());
+    let selection = config.select_model(&model_args(parsed), has_messages);
+    report(&config.diagnostics);
+    report(&selection.diagnostics);
+    if selection.has_errors() {
+        let errors: Vec<String> = selection
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(ToString::to_string)
+            .collect();
+        return Err(Exit::Reported(errors.join("\n")));
+    }
+
+    // Resources, tools, the system prompt.
+    let settings = config.settings.settings();
+    let resources = ResourceLoader::load_async(
+        session_cwd.clone(),
+        agent_dir.to_path_buf(),
+        resource_options(parsed, &config),
+    )
+    .await;
+    // pi's print mode shows the context files' warnings, not the skills' or templates'.
+    for d in &resources.diagnostics {
+        if d.resource == ResourceKind::ContextFile {
+            eprintln!("Warning: {}", d.message);
+        }
+    }
+    let mut builtin = BuiltinTools::new(&session_cwd);
+    if let Some(fs) = fs {
+        builtin = builtin.with_fs(fs);
+    }
+    if let Some(shell) = &settings.shell_path {
+        builtin = builtin.with_bash_operations(Arc::new(LocalBash::new().with_shell(shell)));
+    }
+    let all_builtin = builtin.all();
+
+    // The session.
+    let r = Arc::new(resources);
+    let expander = r.clone();
+    let (for_prompt, prompt_cwd) = (r.clone(), session_cwd.clone());
+    let saver = config.settings.clone();
+    // `config`'s registry moves into the session: a clone would be another copy of the
+    // built-in catalog (about 0.6 MB of heap at startup). What is used of `config` after
+    // this is taken first.
+    let auth = config.auth.clone();
+    let mut builder = AgentSession::builder(sm)
+        .registry(config.registry)
+        .settings(settings.to_agent_session_settings())
+        .options(settings.apply_to_stream_options(StreamOptions::new()))
+        .scoped_models(selection.scoped_models.clone())
+        .tools(all_builtin)
+        .input_expander(move |text| {
+            let r = expander.clone();
+            async move { expand_input_async(&text, &r).await }
+        })
+        .on_settings_change(move |change| save_setting(&saver, change))
+        // pi's system prompt, rebuilt whenever the active tools change.
+        .system_prompt_for_tools(move |tools| {
+            build_system_prompt(
+                &SystemPromptOptions::new(&prompt_cwd)
+                    .with_resources(&for_prompt)
+                    .with_tools(tools),
+            )
+        });
+    if let Some(m) = selection.model.clone() {
+        builder = builder.model(m);
+    }
+    if let Some(m) = selection.default_model.clone() {
+        builder = builder.default_model(m);
+    }
+    if let Some(level) = selection.thinking_level {
+        builder = builder.thinking_level(level);
+    }
+    for e in extensions {
+        builder = builder.extension(e);
+    }
+    for (name, value) in &parsed.extension_flags {
+        builder = builder.flag_value(name.clone(), value.clone());
+    }
+    if let Some(ui) = ui {
+        builder = builder.extension_ui_arc(ui);
+    }
+    let session = match builder.build() {
+        Ok(s) => s,
+        Err(crate::agent_session::AgentSessionError::NoModel) => {
+            return Err(Exit::Error(NO_MODELS_AVAILABLE.to_owned()));
+        }
+        Err(e) => return Err(Exit::Error(format!("Error: {e}"))),
+    };
+    // (`Config::check_model`, on the moved-from `config`.)
+    auth.require(&session.model().provider)
+        .map_err(|e| Exit::NeedsAuth(format!("Error: {e}")))?;
+    let active = active_tools(parsed, &session);
+    session.set_active_tools(&active);
+    Ok(Built {
+        session,
+        resources: r,
+    })
+}
+
 /// pi's signal handling in its headless modes: `SIGTERM` ends the mode (the session is shut
 /// down) with exit code 143, `SIGHUP` with 129. The handlers are installed when this is
 /// called, so a signal that comes before the future is first polled is not lost.
@@ -460,6 +596,25 @@ fn termination() -> impl Future<Output = u8> + Send + 'static {
     {
         std::future::pending::<u8>()
     }
+}
+
+/// What the command line says about the model.
+fn model_args(parsed: &Args) -> ModelArgs {
+    let mut model_args = ModelArgs::new();
+    model_args.provider = parsed.provider.clone();
+    model_args.model = parsed.model.clone();
+    model_args.thinking = parsed.thinking;
+    model_args.models = parsed.models.clone();
+    model_args.api_key = parsed.api_key.clone();
+    model_args
+}
+
+/// A message without pi's `Error: ` prefix (the protocol's error says it is one).
+fn plain(message: &str) -> String {
+    message
+        .strip_prefix("Error: ")
+        .unwrap_or(message)
+        .to_owned()
 }
 
 fn unreachable_mode() -> Result<ExitCode, Exit> {

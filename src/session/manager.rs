@@ -1271,6 +1271,14 @@ impl SessionManager {
         self.data.entries(&all)
     }
 
+    /// Every entry, in file order, never failing on one entry: an entry that cannot be read
+    /// as its type is an [`UnknownEntry`](super::UnknownEntry) carrying its JSON (or its id
+    /// and parent) and an `error` field. For displays such as the HTML export.
+    #[cfg(feature = "export-html")]
+    pub(crate) fn entries_lenient(&self) -> Result<Vec<SessionEntry>> {
+        self.data.entries_lenient()
+    }
+
     /// The entries whose `parentId` is `parent_id`, in file order.
     pub fn children(&self, parent_id: &str) -> Result<Vec<SessionEntry>> {
         let index = &self.data.index;

@@ -99,6 +99,11 @@
 //! estimate, the cut point, what is summarized, pi's prompts, the file lists. It is what
 //! [`AgentSession`](crate::agent_session::AgentSession) runs automatically.
 //!
+//! ## HTML export
+//!
+//! With the feature `export-html`, [`export_html`] renders a session — its whole tree, the
+//! active path shown — as one self-contained HTML page (pi's `--export`).
+//!
 //! ## Messages
 //!
 //! The session layer's roles — `bashExecution`, `custom`, `compactionSummary`,
@@ -110,6 +115,9 @@ pub mod compaction;
 mod context;
 mod entry;
 mod error;
+#[cfg(feature = "export-html")]
+#[cfg_attr(docsrs, doc(cfg(feature = "export-html")))]
+pub mod export_html;
 mod index;
 mod list;
 mod manager;

@@ -117,6 +117,75 @@ impl Data {
         Ok(out)
     }
 
+    /// Every entry, in file order, for display (the HTML export): an entry whose line does
+    /// not parse, or whose JSON does not have the shape its `type` requires, comes back as
+    /// an [`UnknownEntry`](super::entry::UnknownEntry) — its JSON as read when there is
+    /// some, else its id, parent, type and timestamp from the index and an `error` field —
+    /// instead of failing the whole read. Only a file changed under the index is an error.
+    #[cfg(feature = "export-html")]
+    pub(crate) fn entries_lenient(&self) -> Result<Vec<SessionEntry>> {
+        let n = self.index.len() as u32;
+        let locs: Vec<_> = (0..n).map(|i| self.index.node(i).loc).collect();
+        let mut out = Vec::with_capacity(locs.len());
+        self.store.for_each_line(&locs, |k, line| {
+            let idx = k as u32;
+            let entry = match self.value_of(idx, line) {
+                Ok(obj) => match SessionEntry::from_value(Value::Object(obj)) {
+                    Ok(entry) => entry,
+                    // The wrong shape for its type: shown as it is, with the reason (a
+                    // second parse, on this rare path only, keeps the common one move-only).
+                    Err(e) => {
+                        let obj = self.value_of(idx, line).ok();
+                        self.placeholder(idx, obj, e.to_string())
+                    }
+                },
+                Err(e @ SessionError::ModifiedExternally { .. }) => return Err(e),
+                Err(e) => self.placeholder(idx, None, e.to_string()),
+            };
+            out.push(entry);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// An [`UnknownEntry`](super::entry::UnknownEntry) standing for node `idx`, which cannot
+    /// be read as its type: `obj` (its JSON) when there is one, with `error` added.
+    #[cfg(feature = "export-html")]
+    fn placeholder(
+        &self,
+        idx: u32,
+        obj: Option<serde_json::Map<String, Value>>,
+        error: String,
+    ) -> SessionEntry {
+        use super::index::Parent;
+        let node = self.index.node(idx);
+        let mut fields = obj.unwrap_or_default();
+        let kind = fields
+            .get("type")
+            .and_then(Value::as_str)
+            .or(node.entry_type.as_str())
+            .unwrap_or("unknown")
+            .to_owned();
+        fields.insert("type".into(), Value::String(kind));
+        fields.insert("id".into(), Value::String(node.id.to_string()));
+        if !fields.contains_key("parentId") {
+            let parent = match &node.parent {
+                Parent::Root => Value::Null,
+                Parent::Node(p) => Value::String(self.index.node(*p).id.to_string()),
+                Parent::Missing(p) => Value::String(p.to_string()),
+            };
+            fields.insert("parentId".into(), parent);
+        }
+        if !fields.contains_key("timestamp") {
+            fields.insert(
+                "timestamp".into(),
+                Value::String(node.timestamp.to_string()),
+            );
+        }
+        fields.insert("error".into(), Value::String(error));
+        SessionEntry::Unknown(super::entry::UnknownEntry { fields })
+    }
+
     /// The raw, version 3 line of node `idx` (re-serialized only when migration changed it).
     pub(crate) fn v3_lines(&self, idxs: &[u32]) -> Result<Vec<Vec<u8>>> {
         let locs: Vec<_> = idxs.iter().map(|&i| self.index.node(i).loc).collect();

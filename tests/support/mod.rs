@@ -12,6 +12,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 pub mod pi;
 pub mod responses;
+pub mod scripted;
 
 /// One step of a scripted reply.
 #[derive(Debug, Clone)]

@@ -223,7 +223,7 @@ pub struct ParsedPattern {
 /// use pi_engine::ThinkingLevel;
 ///
 /// let registry = ModelRegistry::new();
-/// let models: Vec<_> = registry.all().iter().filter(|m| m.provider == "anthropic").collect();
+/// let models: Vec<_> = registry.models_of("anthropic").collect();
 /// let parsed = parse_model_pattern("sonnet-4-5:high", &models, false);
 /// assert_eq!(parsed.model.unwrap().id, "claude-sonnet-4-5");
 /// assert_eq!(parsed.thinking_level, Some(ThinkingLevel::High));
@@ -334,8 +334,8 @@ pub fn resolve_cli_model(
         warning: None,
         error: None,
     };
-    let all: Vec<&Model> = registry.all().iter().collect();
-    if all.is_empty() {
+    // Names and ids first: a model is read out of the catalog only when it is a candidate.
+    if registry.ids().len() == 0 {
         return CliModel {
             error: Some(
                 "No models available. Check your installation or add models to models.json.".into(),
@@ -346,10 +346,11 @@ pub fn resolve_cli_model(
     // Canonical provider names by lowercase name (the last model's spelling wins, as pi's map).
     let canonical = |name: &str| -> Option<String> {
         let name = lower(name);
-        all.iter()
+        registry
+            .ids()
             .rev()
-            .find(|m| lower(&m.provider) == name)
-            .map(|m| m.provider.clone())
+            .find(|(provider, _)| lower(provider) == name)
+            .map(|(provider, _)| provider.to_owned())
     };
     let mut provider = cli_provider.and_then(canonical);
     if let Some(p) = cli_provider
@@ -364,11 +365,13 @@ pub fn resolve_cli_model(
     }
     let exact_anywhere = || {
         let wanted = lower(cli_model);
-        all.iter()
-            .find(|m| {
-                lower(&m.id) == wanted || lower(&format!("{}/{}", m.provider, m.id)) == wanted
+        registry
+            .ids()
+            .find(|(provider, id)| {
+                lower(id) == wanted || lower(&format!("{provider}/{id}")) == wanted
             })
-            .map(|m| (*m).clone())
+            .and_then(|(provider, id)| registry.find(provider, id))
+            .cloned()
     };
     let mut pattern = cli_model.to_owned();
     let mut inferred = false;
@@ -399,8 +402,8 @@ pub fn resolve_cli_model(
         }
     }
     let candidates: Vec<&Model> = match &provider {
-        Some(p) => all.iter().copied().filter(|m| m.provider == *p).collect(),
-        None => all.clone(),
+        Some(p) => registry.models_of(p).collect(),
+        None => registry.all().collect(),
     };
     let parsed = parse_model_pattern(&pattern, &candidates, true);
     if parsed.model.is_some() {
@@ -418,6 +421,7 @@ pub fn resolve_cli_model(
                 ..empty
             };
         }
+        let all: Vec<&Model> = registry.all().collect();
         let whole = parse_model_pattern(cli_model, &all, true);
         if whole.model.is_some() {
             return CliModel {
@@ -429,7 +433,7 @@ pub fn resolve_cli_model(
         }
     }
     if let Some(p) = &provider
-        && let Some(model) = custom_model(p, &pattern, &all)
+        && let Some(model) = custom_model(p, &pattern, registry)
     {
         let note =
             format!("Model \"{pattern}\" not found for provider \"{p}\". Using custom model id.");
@@ -458,12 +462,8 @@ pub fn resolve_cli_model(
 
 /// pi's `buildFallbackModel`: the provider's default model (or first model) with `id` as
 /// its id and name.
-fn custom_model(provider: &str, id: &str, all: &[&Model]) -> Option<Model> {
-    let of_provider: Vec<&Model> = all
-        .iter()
-        .copied()
-        .filter(|m| m.provider == provider)
-        .collect();
+fn custom_model(provider: &str, id: &str, registry: &ModelRegistry) -> Option<Model> {
+    let of_provider: Vec<&Model> = registry.models_of(provider).collect();
     let base = default_model_id(provider)
         .and_then(|d| of_provider.iter().find(|m| m.id == d))
         .or(of_provider.first())?;

@@ -26,10 +26,6 @@ use crate::session::{NewSession, SessionOptions};
 /// pi's answer to a prompt while the agent runs, without `streamingBehavior`.
 const STREAMING_WITHOUT_BEHAVIOR: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
 
-/// What `export_html` answers until the HTML export exists.
-const NO_HTML_EXPORT: &str =
-    "export_html is not available in pi-engine yet: the HTML export is not implemented";
-
 /// The commands of pi 0.73.1's `RpcCommand` (`prompt` aside).
 const COMMANDS: [&str; 28] = [
     "steer",
@@ -440,7 +436,14 @@ async fn handle(ctx: &Ctx, req: &Request) -> Result<Option<Value>, String> {
             Ok(None)
         }
         "get_session_stats" => data(s.session_stats()),
-        "export_html" => Err(NO_HTML_EXPORT.to_owned()),
+        "export_html" => {
+            let output = req.optional_string("outputPath")?;
+            let path = s
+                .export_html(output.as_deref().map(std::path::Path::new))
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(Some(json!({"path": path.to_string_lossy()})))
+        }
         "switch_session" => {
             let path = req.string("sessionPath")?;
             let options = ctx.config.session_options.clone();

@@ -55,9 +55,10 @@
 //!   `get_available_models`, `set_thinking_level`, `cycle_thinking_level`,
 //!   `set_steering_mode`, `set_follow_up_mode`, `compact`, `set_auto_compaction`,
 //!   `set_auto_retry`, `abort_retry`, `bash`, `abort_bash`, `get_session_stats`,
-//!   `export_html` (refused: the HTML export does not exist yet), `switch_session`, `fork`,
-//!   `clone`, `get_fork_messages`, `get_last_assistant_text`, `set_session_name`,
-//!   `get_messages`, `get_commands`.
+//!   `export_html` (the page is rendered by
+//!   [`AgentSession::export_html`](crate::agent_session::AgentSession::export_html)),
+//!   `switch_session`, `fork`, `clone`, `get_fork_messages`, `get_last_assistant_text`,
+//!   `set_session_name`, `get_messages`, `get_commands`.
 //! * **Responses**: `{"id"?, "type":"response", "command", "success", "data"?, "error"?}`
 //!   as pi shapes them. A line that is not JSON: `{"type":"response","command":"parse",
 //!   "success":false,"error":"Failed to parse command: …"}`; an unknown command:
@@ -96,7 +97,9 @@
 //! * A command with a missing or mistyped field is answered `Invalid command: "<field>" must
 //!   be a …` (pi fails inside with a JavaScript `TypeError`, or stores the odd value); an
 //!   invalid thinking level or queue mode is refused rather than stored.
-//! * `export_html` is refused until the crate has pi's HTML export.
+//! * `export_html` writes a page of this crate's own design (rendered in Rust, readable
+//!   without JavaScript; see [`session::export_html`](crate::session::export_html)), not
+//!   pi's template; the response is pi's, `{"path": …}`.
 //! * A prompt queued with `streamingBehavior` does not go through the `input` handlers (it
 //!   is expanded, [`AgentSession::expand_input`], and queued); pi asks them first.
 //! * A prompt that arrives while another prompt is still before its run (in its `input`
@@ -114,7 +117,7 @@
 //! [`ExtensionUi`]: crate::extensions::ExtensionUi
 
 mod commands;
-mod framing;
+pub(crate) mod framing;
 mod response;
 mod slash;
 mod ui;

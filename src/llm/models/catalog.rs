@@ -43,7 +43,7 @@ pub(super) struct Entry {
 }
 
 impl Entry {
-    fn to_model(&self, provider: &str) -> Model {
+    pub(super) fn to_model(&self, provider: &str) -> Model {
         let [input, output, cache_read, cache_write] = self.cost;
         Model {
             id: self.id.to_owned(),
@@ -96,15 +96,23 @@ pub(super) fn providers() -> impl Iterator<Item = &'static str> {
     data::PROVIDERS.iter().map(|p| p.name)
 }
 
+/// Every built-in model as static data with its provider, in pi's order.
+pub(super) fn entries() -> impl Iterator<Item = (&'static str, &'static Entry)> {
+    data::PROVIDERS
+        .iter()
+        .flat_map(|p| p.models.iter().map(move |m| (p.name, m)))
+}
+
+/// The number of built-in models.
+pub(super) fn model_count() -> usize {
+    data::PROVIDERS.iter().map(|p| p.models.len()).sum()
+}
+
 /// Every built-in model, providers and models in pi's order.
 pub(super) fn all_models() -> Vec<Model> {
     // Sized up front: growing a vector of ~1,000 models copies it several times over.
-    let mut models = Vec::with_capacity(data::PROVIDERS.iter().map(|p| p.models.len()).sum());
-    models.extend(
-        data::PROVIDERS
-            .iter()
-            .flat_map(|p| p.models.iter().map(|m| m.to_model(p.name))),
-    );
+    let mut models = Vec::with_capacity(model_count());
+    models.extend(entries().map(|(provider, m)| m.to_model(provider)));
     models
 }
 

@@ -32,6 +32,7 @@ mod catalog;
 mod config_value;
 mod models_json;
 mod registry;
+mod slot;
 
 pub use config_value::{resolve_config_value, resolve_config_value_uncached};
 pub use models_json::ModelsJsonError;

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::catalog;
 use super::config_value::resolve_config_value_uncached;
 use super::models_json::{self, ModelOverride, ModelsConfig, ModelsJsonError};
+use super::slot::Slot;
 use crate::llm::env_keys::env_api_key;
 use crate::llm::error::{Error, ErrorKind};
 use crate::llm::message::Extra;
@@ -175,7 +176,8 @@ impl RequestAuth {
 /// [`ModelRegistry::new`] (built-in models only), as pi does.
 #[derive(Clone)]
 pub struct ModelRegistry {
-    models: Vec<Model>,
+    /// Built-in models stay in the static catalog until read or changed ([`Slot`]).
+    models: Vec<Slot>,
     requests: HashMap<String, ProviderRequest>,
     /// `models.json` headers of single models (custom definitions and overrides).
     model_headers: HashMap<(String, String), BTreeMap<String, String>>,
@@ -190,7 +192,7 @@ pub struct ModelRegistry {
 /// The registry's models and request settings, before run-time registrations.
 #[derive(Clone)]
 struct Snapshot {
-    models: Vec<Model>,
+    models: Vec<Slot>,
     requests: HashMap<String, ProviderRequest>,
     model_headers: HashMap<(String, String), BTreeMap<String, String>>,
 }
@@ -216,7 +218,11 @@ impl ModelRegistry {
     /// The built-in models, with keys from the environment ([`EnvCredentials`]).
     pub fn new() -> Self {
         ModelRegistry {
-            models: catalog::all_models(),
+            models: {
+                let mut models = Vec::with_capacity(catalog::model_count());
+                models.extend(catalog::entries().map(|(p, e)| Slot::builtin(p, e)));
+                models
+            },
             requests: HashMap::new(),
             model_headers: HashMap::new(),
             runtime_keys: HashMap::new(),
@@ -329,7 +335,7 @@ impl ModelRegistry {
     fn apply_dynamic(&mut self, name: &str, config: ModelsConfig) {
         let replaces = config.providers.iter().any(|(_, p)| !p.models.is_empty());
         if replaces {
-            self.models.retain(|m| m.provider != name);
+            self.models.retain(|m| m.provider() != name);
         }
         self.apply(config);
     }
@@ -381,15 +387,56 @@ impl ModelRegistry {
     }
 
     /// Every model: built-in ones (in pi's order) then custom ones (in file order).
-    pub fn all(&self) -> &[Model] {
-        &self.models
+    ///
+    /// Built-in models are kept as static data until read, and this reads each one; to
+    /// look models up, [`find`](Self::find), [`ids`](Self::ids) and
+    /// [`models_of`](Self::models_of) read only what they return.
+    ///
+    /// ```
+    /// use pi_engine::models::ModelRegistry;
+    ///
+    /// let registry = ModelRegistry::new();
+    /// let priced = registry.all().filter(|m| m.cost.input > 0.0).count();
+    /// assert!(priced > 0 && priced < registry.all().len());
+    /// ```
+    pub fn all(&self) -> impl ExactSizeIterator<Item = &Model> + DoubleEndedIterator + '_ {
+        self.models.iter().map(Slot::get)
+    }
+
+    /// The `(provider, id)` of every model, in [`all`](Self::all)'s order, without reading
+    /// the models.
+    ///
+    /// ```
+    /// use pi_engine::models::ModelRegistry;
+    ///
+    /// let registry = ModelRegistry::new();
+    /// assert!(registry.ids().any(|(provider, id)| (provider, id) == ("openai", "gpt-4o")));
+    /// ```
+    pub fn ids(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + DoubleEndedIterator + '_ {
+        self.models.iter().map(|m| (m.provider(), m.id()))
+    }
+
+    /// The models of `provider`, in [`all`](Self::all)'s order.
+    ///
+    /// ```
+    /// use pi_engine::models::ModelRegistry;
+    ///
+    /// let registry = ModelRegistry::new();
+    /// assert!(registry.models_of("anthropic").all(|m| m.api == "anthropic-messages"));
+    /// ```
+    pub fn models_of<'a>(&'a self, provider: &'a str) -> impl Iterator<Item = &'a Model> + 'a {
+        self.models
+            .iter()
+            .filter(move |m| m.provider() == provider)
+            .map(Slot::get)
     }
 
     /// The model `id` of `provider`.
     pub fn find(&self, provider: &str, id: &str) -> Option<&Model> {
         self.models
             .iter()
-            .find(|m| m.provider == provider && m.id == id)
+            .find(|m| m.provider() == provider && m.id() == id)
+            .map(Slot::get)
     }
 
     /// The models whose provider has credentials configured ([`has_auth`](Self::has_auth)).
@@ -400,9 +447,10 @@ impl ModelRegistry {
             .iter()
             .filter(|m| {
                 *by_provider
-                    .entry(&m.provider)
-                    .or_insert_with(|| self.has_auth(m))
+                    .entry(m.provider())
+                    .or_insert_with(|| self.has_auth_for(m.provider(), m.keyless()))
             })
+            .map(Slot::get)
             .collect()
     }
 
@@ -410,12 +458,16 @@ impl ModelRegistry {
     /// [`set_api_key`](Self::set_api_key), in the credential source, or an `apiKey` in
     /// `models.json` (not run or looked up here); or need none ([`Model::keyless`]).
     pub fn has_auth(&self, model: &Model) -> bool {
-        model.keyless
-            || self.runtime_keys.contains_key(&model.provider)
-            || self.credentials.has_auth(&model.provider)
+        self.has_auth_for(&model.provider, model.keyless)
+    }
+
+    fn has_auth_for(&self, provider: &str, keyless: bool) -> bool {
+        keyless
+            || self.runtime_keys.contains_key(provider)
+            || self.credentials.has_auth(provider)
             || self
                 .requests
-                .get(&model.provider)
+                .get(provider)
                 .is_some_and(|r| r.api_key.is_some())
     }
 
@@ -498,20 +550,25 @@ impl ModelRegistry {
         // Provider-level baseUrl/compat and model overrides of built-in models.
         for (name, provider) in &config.providers {
             let overrides_provider = provider.base_url.is_some() || provider.compat.is_some();
-            for model in self.models.iter_mut().filter(|m| m.provider == *name) {
+            for slot in self.models.iter_mut().filter(|m| m.provider() == *name) {
+                let over = provider.model_overrides.get(slot.id());
+                if !overrides_provider && over.is_none() {
+                    continue;
+                }
+                let model = slot.get_mut();
                 if overrides_provider {
                     if let Some(url) = &provider.base_url {
                         model.base_url = url.clone();
                     }
                     model.compat = merge_compat(model.compat.take(), provider.compat.as_ref());
                 }
-                if let Some(over) = provider.model_overrides.get(&model.id) {
+                if let Some(over) = over {
                     apply_override(model, over);
                 }
             }
         }
         // Custom models: replace a built-in with the same provider and id, else append.
-        // Reserved exactly: one push past the catalog's capacity would double it (~0.4 MB).
+        // Reserved exactly: one push past the catalog's capacity would double the table.
         self.models
             .reserve_exact(config.providers.iter().map(|(_, p)| p.models.len()).sum());
         for (name, provider) in &config.providers {
@@ -570,10 +627,10 @@ impl ModelRegistry {
                 match self
                     .models
                     .iter_mut()
-                    .find(|m| m.provider == model.provider && m.id == model.id)
+                    .find(|m| m.provider() == model.provider && m.id() == model.id)
                 {
-                    Some(slot) => *slot = model,
-                    None => self.models.push(model),
+                    Some(slot) => *slot = Slot::owned(model),
+                    None => self.models.push(Slot::owned(model)),
                 }
             }
         }
@@ -734,7 +791,7 @@ mod tests {
         assert_eq!(map.len(), 2);
         assert_eq!(map[&ThinkingLevel::Off], None);
         assert_eq!(r.all().len(), 969 + 2);
-        assert_eq!(r.all()[969].id, "qwen");
+        assert_eq!(r.all().nth(969).unwrap().id, "qwen");
     }
 
     #[test]
@@ -766,9 +823,7 @@ mod tests {
         assert_eq!(map[&ThinkingLevel::Low], None);
         // Every built-in model of the provider gets the provider's baseUrl.
         assert!(
-            r.all()
-                .iter()
-                .filter(|m| m.provider == "openrouter")
+            r.models_of("openrouter")
                 .all(|m| m.base_url == "http://proxy/v1")
         );
         // A custom model of a built-in provider inherits its first model's api.
@@ -857,6 +912,43 @@ mod tests {
         assert!(!r.has_auth(model));
         let err = r.request_auth(model).await.unwrap_err();
         assert_eq!(err.message(), "No API key found for \"openai\"");
+    }
+
+    /// Built-in models read out of the static catalog so far.
+    fn copied(r: &ModelRegistry) -> usize {
+        r.models
+            .iter()
+            .filter(|s| matches!(s, Slot::Builtin { copy, .. } if copy.get().is_some()))
+            .count()
+    }
+
+    #[test]
+    fn lookups_read_only_the_models_they_return() {
+        let mut r = ModelRegistry::from_models_json(
+            r#"{"providers": {
+                "local": {"baseUrl": "http://127.0.0.1:1/v1", "api": "openai-completions",
+                          "models": [{"id": "a"}]},
+                "anthropic": {"modelOverrides": {"claude-opus-4-7": {"maxTokens": 9}}}}}"#,
+        )
+        .unwrap();
+        // A startup's lookups: the custom model, a provider's names and ids, its models.
+        assert!(r.find("local", "a").is_some());
+        assert_eq!(r.ids().len(), 970);
+        assert!(r.ids().rev().any(|(p, _)| p == "anthropic"));
+        assert_eq!(r.models_of("local").count(), 1);
+        assert_eq!(copied(&r), 0);
+        // The override changed one built-in model, which keeps its change.
+        let changed = r.find("anthropic", "claude-opus-4-7").unwrap();
+        assert_eq!(changed.max_tokens, 9);
+        assert!(r.find("openai", "gpt-4o").is_some());
+        assert_eq!(copied(&r), 1);
+        // Only providers with keys are read; an environment with none reads none.
+        r = r.with_credentials(Arc::new(NoCredentials));
+        assert_eq!(r.available().len(), 1);
+        assert_eq!(copied(&r), 1);
+        assert_eq!(r.all().len(), 970);
+        assert_eq!(r.all().count(), 970);
+        assert_eq!(copied(&r), 969 - 1);
     }
 
     #[test]
@@ -969,7 +1061,6 @@ mod tests {
             assert_eq!(registry.all().len() as u64, case["total"], "{name}");
             let changed: Vec<&Model> = registry
                 .all()
-                .iter()
                 .filter(|m| catalog::model(&m.provider, &m.id).as_ref() != Some(*m))
                 .collect();
             let pi_changed = case["changed"].as_array().unwrap();
@@ -986,11 +1077,7 @@ mod tests {
             }
             for probe in case["probes"].as_array().unwrap() {
                 let provider = probe["provider"].as_str().unwrap();
-                let first = registry
-                    .all()
-                    .iter()
-                    .find(|m| m.provider == provider)
-                    .unwrap();
+                let first = registry.models_of(provider).next().unwrap();
                 assert_eq!(first.id, probe["id"].as_str().unwrap());
                 let auth = pi_auth(registry.request_auth(first).await);
                 assert_eq!(auth, probe["auth"], "{name} probe {provider}");
