@@ -8,6 +8,9 @@
 
 pub mod agent;
 pub mod agent_session;
+#[cfg(feature = "cassette")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cassette")))]
+pub mod cassette;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod cli;

@@ -285,6 +285,35 @@ fn replace_token(caps: &Captures<'_>) -> String {
     }
 }
 
+/// The byte ranges of the tokens of the known key formats in `text` (the prefix included;
+/// after `Bearer`, the token only), as [`scrub`] would replace them, each with the name of
+/// its format (`"sk-ant-"`, `"sk-"`, `"AIza"`, `"AKIA"`, `"ASIA"`, `"ya29."`, `"bearer"`).
+#[cfg(feature = "cassette")]
+pub(crate) fn key_tokens(text: &str) -> Vec<(std::ops::Range<usize>, &'static str)> {
+    if !may_hold_token(text) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for caps in token_pattern().captures_iter(text) {
+        if let (Some(prefix), Some(token)) = (caps.get(1), caps.get(2)) {
+            let name = match prefix.as_str() {
+                "sk-ant-" => "sk-ant-",
+                "sk-" => "sk-",
+                "AIza" => "AIza",
+                "AKIA" => "AKIA",
+                "ASIA" => "ASIA",
+                _ => "ya29.",
+            };
+            out.push((prefix.start()..token.end(), name));
+        } else if let Some(token) = caps.get(4)
+            && token.as_str().bytes().any(|b| b.is_ascii_digit())
+        {
+            out.push((token.range(), "bearer"));
+        }
+    }
+    out
+}
+
 /// A header map for `Debug`: values marked sensitive (credentials, any value holding the
 /// key) or secret by name ([`is_secret_header`]) are `<redacted>`.
 #[cfg(feature = "http")]
