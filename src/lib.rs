@@ -17,6 +17,9 @@ pub mod cli;
 pub mod extensions;
 pub mod guide;
 pub mod llm;
+#[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+pub mod mcp;
 pub mod prelude;
 mod process;
 pub mod providers;

@@ -730,24 +730,39 @@ impl Page<'_> {
                     self.text(e.id());
                 }
             }
-            self.push("\" data-id=\"");
-            self.text(e.id());
             self.push("\"");
-            if let Some(p) = self.parent[i] {
-                self.push(" data-parent=\"");
-                self.text(self.entries[p].id());
-                self.push("\"");
-            }
+            self.tree_attributes(i);
             self.push(">");
-            if let Some(label) = self.labels.get(e.id()).copied() {
-                self.push("<span class=\"label\">");
-                self.text(label);
-                self.push("</span> ");
-            }
+            self.label(i, "", " ");
             self.node_text(i);
             self.push("</a></li>\n");
         }
         self.push("</ol>\n</nav>\n");
+    }
+
+    /// ` data-id="…" data-parent="…"` of entry `i`: what the script walks the tree by.
+    fn tree_attributes(&mut self, i: usize) {
+        let entries = self.entries;
+        self.push(" data-id=\"");
+        self.text(entries[i].id());
+        self.push("\"");
+        if let Some(p) = self.parent[i] {
+            self.push(" data-parent=\"");
+            self.text(entries[p].id());
+            self.push("\"");
+        }
+    }
+
+    /// Entry `i`'s label, if it has one, as a `label` span between `before` and `after`.
+    fn label(&mut self, i: usize, before: &str, after: &str) {
+        let entries = self.entries;
+        if let Some(label) = self.labels.get(entries[i].id()).copied() {
+            self.push(before);
+            self.push("<span class=\"label\">");
+            self.text(label);
+            self.push("</span>");
+            self.push(after);
+        }
     }
 
     /// The one line of entry `i` in the tree panel.
@@ -855,22 +870,12 @@ impl Page<'_> {
             extra_class
         );
         self.text(e.id());
-        self.push("\" data-id=\"");
-        self.text(e.id());
         self.push("\"");
-        if let Some(p) = self.parent[i] {
-            self.push(" data-parent=\"");
-            self.text(self.entries[p].id());
-            self.push("\"");
-        }
+        self.tree_attributes(i);
         self.push(">\n<div class=\"entry-head\"><span class=\"role\">");
         self.text(role);
         self.push("</span>");
-        if let Some(label) = self.labels.get(e.id()).copied() {
-            self.push(" <span class=\"label\">");
-            self.text(label);
-            self.push("</span>");
-        }
+        self.label(i, " ", "");
         self.push(" <span class=\"off-badge\">other branch</span>");
         let ts = e.timestamp();
         if !ts.is_empty() {
