@@ -1818,3 +1818,45 @@ async fn pi_engine_continues_a_session_of_pi() {
         ]
     );
 }
+
+/// `mcpServers` in the project's `.pi/settings.json` (feature `mcp`): the servers start with
+/// the session and their tools reach the model; a server that cannot start is a warning.
+#[cfg(feature = "mcp")]
+#[tokio::test]
+#[ignore = "needs node and the MCP servers from npm (scripts/install-mcp-servers.sh)"]
+async fn mcp_servers_in_settings_become_tools() {
+    use support::scripted::{FINAL, anthropic_reply};
+    let everything = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(".mcp-npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(everything.exists(), "run scripts/install-mcp-servers.sh");
+    let call = ("everything__echo", json!({"message": "from settings"}));
+    let server = MockServer::start(vec![
+        anthropic_reply(1, Some(&call)),
+        anthropic_reply(2, None),
+    ])
+    .await;
+    let sb = Sandbox::new(server.url());
+    let settings = json!({"mcpServers": {
+        "everything": {"command": "node", "args": [everything, "stdio"]},
+        "broken": {"command": "/nonexistent/mcp-server"},
+    }});
+    write(&sb.cwd.join(".pi/settings.json"), &settings.to_string());
+    let out = sb.run(&["--no-session", "-p", "echo it"]).await;
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, format!("{}\n", FINAL.concat()));
+    assert!(
+        out.stderr.contains("Warning: MCP server \"broken\""),
+        "{}",
+        out.stderr
+    );
+    let sent = bodies(&server);
+    assert_eq!(sent.len(), 2);
+    let tools: Vec<&str> = sent[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(tools.contains(&"everything__echo"), "{tools:?}");
+    assert!(sent[1].to_string().contains("Echo: from settings"));
+}

@@ -288,3 +288,40 @@ async fn an_editor_drives_pi_engine_over_acp_with_the_official_client() {
     assert_eq!(replayed.iter().filter(|k| **k == "tool_call").count(), 3);
     assert!(text_of(&replay, "agent_message_chunk").contains(&FINAL.concat()));
 }
+
+/// The MCP servers an editor passes in `session/new` are started for the session (feature
+/// `mcp`): the model calls the reference server's `echo` and gets its answer.
+#[cfg(feature = "mcp")]
+#[tokio::test]
+#[ignore = "needs node, pi's npm packages and the MCP servers from npm (scripts/install-mcp-servers.sh)"]
+async fn the_mcp_servers_an_editor_passes_become_the_sessions_tools() {
+    let everything = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(".mcp-npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(everything.exists(), "run scripts/install-mcp-servers.sh");
+    let call = ("everything__echo", json!({"message": "hi from the editor"}));
+    let server = MockServer::start(vec![
+        anthropic_reply(1, Some(&call)),
+        anthropic_reply(2, None),
+    ])
+    .await;
+    let home = Home::new(server.url());
+    let servers = json!([{"name": "everything", "command": "node",
+        "args": [everything, "stdio"], "env": []}]);
+    let report = home
+        .client("mcp", &[("ACP_MCP", servers.to_string().as_str())])
+        .await;
+    assert_eq!(report["work"]["stopReason"], "end_turn", "{report}");
+    let updates = report["updates"].as_array().unwrap();
+    let done = updates
+        .iter()
+        .map(|u| &u["update"])
+        .find(|u| u["sessionUpdate"] == "tool_call_update" && u["status"] == "completed")
+        .unwrap_or_else(|| panic!("{updates:?}"));
+    assert!(
+        done.to_string().contains("Echo: hi from the editor"),
+        "{done}"
+    );
+    // The tool result went back to the model.
+    let second = server.requests()[1].json();
+    assert!(second.to_string().contains("Echo: hi from the editor"));
+}

@@ -83,9 +83,21 @@ enum Exit {
 }
 
 /// What a mode runs: the session and what its front end lists.
+/// What the mode gives the session: its extension UI, the file system of its tools, MCP
+/// servers of its own (an ACP client's), and where warnings go.
+struct FrontEnd<'a> {
+    ui: Option<Arc<dyn ExtensionUi>>,
+    fs: Option<Arc<dyn crate::tools::FileSystem>>,
+    mcp_servers: &'a serde_json::Map<String, serde_json::Value>,
+    warn: &'a (dyn Fn(String) + Sync),
+}
+
 struct Built {
     session: AgentSession,
     resources: Arc<Resources>,
+    /// The MCP servers of the session's tools (feature `mcp`), shut down when the mode ends.
+    #[cfg(feature = "mcp")]
+    mcp: Option<Arc<crate::mcp::McpManager>>,
 }
 
 impl Cli {
@@ -201,10 +213,17 @@ impl Cli {
         let parsed = Arc::new(parsed);
         let agent_dir = default_agent_dir();
         let cli = self.clone();
+        // The sessions' MCP servers, shut down when the mode ends.
+        #[cfg(feature = "mcp")]
+        let servers: Arc<Mutex<Vec<Arc<crate::mcp::McpManager>>>> = Arc::default();
         let factory = {
             let (parsed, agent_dir) = (parsed.clone(), agent_dir.clone());
-            move |setup: AcpSessionSetup| {
+            #[cfg(feature = "mcp")]
+            let servers = servers.clone();
+            move |setup: Arc<AcpSessionSetup>| {
                 let (cli, parsed, agent_dir) = (cli.clone(), parsed.clone(), agent_dir.clone());
+                #[cfg(feature = "mcp")]
+                let keep = servers.clone();
                 let names = extension_names.clone();
                 async move {
                     let failed = |e: Exit| match e {
@@ -243,17 +262,26 @@ impl Cli {
                         None => AcpSetupError::Failed(e.to_string()),
                     })?;
                     let extensions = cli.load_extensions(&names, &cwd).await.map_err(failed)?;
+                    let warn = |text: String| setup.warn(text);
                     let built = build_session(
                         &parsed,
                         config,
                         sm,
                         &agent_dir,
                         extensions,
-                        Some(setup.extension_ui()),
-                        setup.file_system(),
+                        FrontEnd {
+                            ui: Some(setup.extension_ui()),
+                            fs: setup.file_system(),
+                            mcp_servers: setup.mcp_servers(),
+                            warn: &warn,
+                        },
                     )
                     .await
                     .map_err(failed)?;
+                    #[cfg(feature = "mcp")]
+                    if let Some(mcp) = built.mcp {
+                        keep.lock().unwrap_or_else(|e| e.into_inner()).push(mcp);
+                    }
                     Ok(built.session)
                 }
             }
@@ -277,6 +305,14 @@ impl Cli {
             .with_auth_check(auth_check)
             .stop_on(termination());
         let exit = acp::run(factory, stdin_lines(), tokio::io::stdout(), options).await;
+        #[cfg(feature = "mcp")]
+        {
+            let all: Vec<_> =
+                std::mem::take(&mut *servers.lock().unwrap_or_else(|e| e.into_inner()));
+            for mcp in all {
+                mcp.shutdown().await;
+            }
+        }
         Ok(ExitCode::from(exit.exit_code()))
     }
 
@@ -381,15 +417,54 @@ impl Cli {
             (None, None)
         };
         let session_options = config.session_options(parsed.session_dir.as_deref());
-        let built = build_session(&parsed, config, sm, &agent_dir, extensions, ui, None).await;
-        let Built {
-            session,
-            resources: r,
-        } = match built {
+        let warn = |text: String| eprintln!("Warning: {text}");
+        let no_servers = serde_json::Map::new();
+        let built = build_session(
+            &parsed,
+            config,
+            sm,
+            &agent_dir,
+            extensions,
+            FrontEnd {
+                ui,
+                fs: None,
+                mcp_servers: &no_servers,
+                warn: &warn,
+            },
+        )
+        .await;
+        let built = match built {
             Ok(built) => built,
             Err(Exit::Reported(_)) => return Ok(ExitCode::from(1)),
             Err(e) => return Err(e),
         };
+        #[cfg(feature = "mcp")]
+        let mcp = built.mcp.clone();
+        let code = self
+            .run_mode(mode, &parsed, &cwd, built, channel, session_options)
+            .await;
+        #[cfg(feature = "mcp")]
+        if let Some(mcp) = mcp {
+            mcp.shutdown().await;
+        }
+        code
+    }
+
+    /// Runs `mode` on the session `built`.
+    async fn run_mode(
+        &self,
+        mode: AppMode,
+        parsed: &Args,
+        cwd: &Path,
+        built: Built,
+        channel: Option<super::rpc::RpcUiChannel>,
+        session_options: crate::session::SessionOptions,
+    ) -> Result<ExitCode, Exit> {
+        let Built {
+            session,
+            resources: r,
+            ..
+        } = built;
 
         match mode {
             AppMode::Rpc => {
@@ -410,7 +485,7 @@ impl Cli {
                     read_stdin().await
                 };
                 let file_args = parsed.file_args.clone();
-                let fcwd = cwd.clone();
+                let fcwd = cwd.to_path_buf();
                 let files = blocking(move || files::read_files(&file_args, &fcwd))
                     .await
                     .map_err(|e| Exit::Error(format!("Error: {e}")))?;
@@ -460,9 +535,14 @@ async fn build_session(
     sm: crate::session::SessionManager,
     agent_dir: &Path,
     extensions: Vec<Extension>,
-    ui: Option<Arc<dyn ExtensionUi>>,
-    fs: Option<Arc<dyn crate::tools::FileSystem>>,
+    front: FrontEnd<'_>,
 ) -> Result<Built, Exit> {
+    let FrontEnd {
+        ui,
+        fs,
+        mcp_servers,
+        warn,
+    } = front;
     let session_cwd = PathBuf::from(sm.cwd());
     // The model.
     let has_messages = sm
@@ -502,7 +582,41 @@ async fn build_session(
     if let Some(shell) = &settings.shell_path {
         builtin = builtin.with_bash_operations(Arc::new(LocalBash::new().with_shell(shell)));
     }
-    let all_builtin = builtin.all();
+    #[allow(unused_mut)] // Without feature `mcp`, the built-in tools only.
+    let mut all_builtin = builtin.all();
+    // MCP servers: `mcpServers` of settings.json (global, then the project's) and those a
+    // front end passes (an ACP client's), started together; one that fails is a warning.
+    #[cfg(feature = "mcp")]
+    let mcp = {
+        let mut servers = serde_json::Map::new();
+        for level in [config.settings.global(), config.settings.project()] {
+            if let Some(serde_json::Value::Object(m)) = level.get("mcpServers") {
+                servers.extend(m.clone());
+            }
+        }
+        servers.extend(mcp_servers.clone());
+        if servers.is_empty() {
+            None
+        } else {
+            let manager = crate::mcp::McpManager::start_json(
+                &serde_json::Value::Object(servers),
+                &session_cwd,
+            )
+            .await;
+            for e in manager.errors() {
+                warn(e.to_string());
+            }
+            all_builtin.extend(manager.tools());
+            Some(Arc::new(manager))
+        }
+    };
+    #[cfg(not(feature = "mcp"))]
+    if !mcp_servers.is_empty() {
+        warn(
+            "MCP servers were not started: this pi-engine was built without the `mcp` feature"
+                .to_owned(),
+        );
+    }
 
     // The session.
     let r = Arc::new(resources);
@@ -565,6 +679,8 @@ async fn build_session(
     Ok(Built {
         session,
         resources: r,
+        #[cfg(feature = "mcp")]
+        mcp,
     })
 }
 

@@ -10,7 +10,9 @@
 //                   tool calls write a file and ask for permission twice (answered by
 //                   ACP_DECISIONS, a JSON array of "allow"/"reject"), a prompt cancelled
 //                   mid-stream, an unknown method;
-//                   "load": initialize, session/load of ACP_SESSION.
+//                   "load": initialize, session/load of ACP_SESSION;
+//                   "mcp": initialize, session/new with the MCP servers of ACP_MCP (a JSON
+//                   array in ACP's shape), one prompt.
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -73,6 +75,17 @@ const report = await app.connectWith(stream, async (ctx) => {
     protocolVersion: 1,
     clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } },
   });
+  if (process.env.ACP_SCENARIO === "mcp") {
+    const session = await ctx.request("session/new", {
+      cwd,
+      mcpServers: JSON.parse(process.env.ACP_MCP),
+    });
+    out.work = await ctx.request("session/prompt", {
+      sessionId: session.sessionId,
+      prompt: [{ type: "text", text: "echo through MCP" }],
+    });
+    return out;
+  }
   if (process.env.ACP_SCENARIO === "load") {
     out.load = await ctx.request("session/load", {
       sessionId: process.env.ACP_SESSION,

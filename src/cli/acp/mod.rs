@@ -10,9 +10,11 @@
 //!   environment or `auth.json`; `authenticate` checks it is there now).
 //! * `session/new` builds a session in the client's `cwd` (pi's project settings, resources
 //!   and session directory for that directory); its id is the pi session's id, so
-//!   `session/load` reopens it later, replaying the conversation as `session/update`s. MCP
-//!   servers the client passes are accepted and reported unsupported (a `notice` when the
-//!   client takes notices, a warning on stderr otherwise): MCP tools come in a later release.
+//!   `session/load` reopens it later, replaying the conversation as `session/update`s. The
+//!   MCP servers the client passes reach the factory in the `mcpServers` shape
+//!   ([`AcpSessionSetup::mcp_servers`]); what goes wrong without stopping the session is
+//!   reported ([`AcpSessionSetup::warn`]: a `notice` when the client takes notices, and
+//!   stderr).
 //! * `session/prompt` runs the prompt (text, images, resource links as `@uri`, embedded
 //!   resources as context blocks) and answers with the stop reason: `end_turn`,
 //!   `max_tokens`, `max_turn_requests` (the turn limit), `refusal`, `cancelled`. A failed
@@ -79,6 +81,8 @@ pub struct AcpSessionSetup {
     load: Option<String>,
     ui: Arc<dyn ExtensionUi>,
     fs: Option<Arc<dyn FileSystem>>,
+    mcp_servers: serde_json::Map<String, Value>,
+    warnings: Mutex<Vec<String>>,
 }
 
 impl fmt::Debug for AcpSessionSetup {
@@ -116,6 +120,23 @@ impl AcpSessionSetup {
     pub fn file_system(&self) -> Option<Arc<dyn FileSystem>> {
         self.fs.clone()
     }
+
+    /// The MCP servers the client passed, in the `mcpServers` shape (`{"name": {"command",
+    /// "args", "env"}}` or `{"name": {"url", "headers"}}`): start them for the session
+    /// ([`McpManager`](crate::mcp::McpManager) with feature `mcp`) or report them with
+    /// [`warn`](Self::warn).
+    pub fn mcp_servers(&self) -> &serde_json::Map<String, Value> {
+        &self.mcp_servers
+    }
+
+    /// Tells the client something went wrong that does not stop the session (a server that
+    /// did not start): a `notice` when it takes them, a warning on stderr otherwise.
+    pub fn warn(&self, text: String) {
+        self.warnings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(text);
+    }
 }
 
 /// Why the factory could not make a session; each becomes the JSON-RPC error the protocol
@@ -144,7 +165,7 @@ impl fmt::Display for AcpSetupError {
 impl std::error::Error for AcpSetupError {}
 
 type Factory = Arc<
-    dyn Fn(AcpSessionSetup) -> BoxFuture<'static, Result<AgentSession, AcpSetupError>>
+    dyn Fn(Arc<AcpSessionSetup>) -> BoxFuture<'static, Result<AgentSession, AcpSetupError>>
         + Send
         + Sync,
 >;
@@ -270,7 +291,7 @@ struct Agent {
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let faux = FauxProvider::new();
-/// let factory = move |setup: acp::AcpSessionSetup| {
+/// let factory = move |setup: std::sync::Arc<acp::AcpSessionSetup>| {
 ///     let stream = faux.clone();
 ///     let model = faux.model();
 ///     async move {
@@ -308,7 +329,7 @@ struct Agent {
 /// where they are) without shutting the sessions down; what was written stays written.
 pub async fn run<F, Fut, R, W>(factory: F, input: R, output: W, options: AcpOptions) -> AcpExit
 where
-    F: Fn(AcpSessionSetup) -> Fut + Send + Sync + 'static,
+    F: Fn(Arc<AcpSessionSetup>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<AgentSession, AcpSetupError>> + Send + 'static,
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -567,13 +588,18 @@ impl Agent {
             Arc::new(fs::AcpFs::new(self.peer.clone(), bound.clone(), &client.fs))
                 as Arc<dyn FileSystem>
         });
-        let setup = AcpSessionSetup {
+        let setup = Arc::new(AcpSessionSetup {
             cwd: cwd.to_owned(),
             load: load.map(|id| id.0.to_string()),
             ui: ui.clone(),
             fs,
-        };
-        let session = (self.factory)(setup).await.map_err(|e| match e {
+            mcp_servers: mcp_config(mcp_servers),
+            warnings: Mutex::new(Vec::new()),
+        });
+        let made = (self.factory)(setup.clone()).await;
+        let warnings =
+            std::mem::take(&mut *setup.warnings.lock().unwrap_or_else(|e| e.into_inner()));
+        let session = made.map_err(|e| match e {
             AcpSetupError::NeedsAuth(m) => acp::Error::auth_required().data(json!(m)),
             AcpSetupError::NotFound(m) => acp::Error::resource_not_found(None).data(json!(m)),
             AcpSetupError::Failed(m) => acp::Error::new(-32603, m),
@@ -605,8 +631,8 @@ impl Agent {
                 }
             })
         };
-        if !mcp_servers.is_empty() {
-            self.mcp_unsupported(&id, mcp_servers, &client);
+        for text in warnings {
+            self.warn(&id, &client, text);
         }
         let live = Arc::new(Live {
             session: session.clone(),
@@ -625,33 +651,15 @@ impl Agent {
         Ok(id)
     }
 
-    fn mcp_unsupported(
-        &self,
-        id: &acp::SessionId,
-        servers: &[acp::McpServer],
-        client: &acp::ClientCapabilities,
-    ) {
-        let names: Vec<String> = servers
-            .iter()
-            .map(|s| match s {
-                acp::McpServer::Stdio(s) => s.name.clone(),
-                acp::McpServer::Http(s) => s.name.clone(),
-                acp::McpServer::Sse(s) => s.name.clone(),
-                _ => "(unknown)".to_owned(),
-            })
-            .collect();
-        let text = format!(
-            "MCP servers are not supported by pi-engine yet; not started: {}",
-            names.join(", ")
-        );
+    /// A warning about the session: a `notice` when the client takes them, and stderr.
+    fn warn(&self, id: &acp::SessionId, client: &acp::ClientCapabilities, text: String) {
         // Logs reach stderr only with a subscriber; a person must see this one.
         eprintln!("Warning: {text}");
         if client.session.as_ref().is_some_and(|s| s.notices.is_some()) {
             self.peer.update(
                 id,
                 acp::SessionUpdate::Notice(
-                    acp::Notice::new(acp::NoticeSeverity::Warning, "MCP servers not started")
-                        .description(text),
+                    acp::Notice::new(acp::NoticeSeverity::Warning, "pi-engine").description(text),
                 ),
             );
         }
@@ -721,6 +729,42 @@ fn track(current: &Mutex<Option<acp::ToolCall>>, update: &acp::SessionUpdate) {
         }
         _ => {}
     }
+}
+
+/// The client's MCP servers in the `mcpServers` shape [`AcpSessionSetup::mcp_servers`] gives.
+fn mcp_config(servers: &[acp::McpServer]) -> serde_json::Map<String, Value> {
+    let pairs = |items: Vec<(String, String)>| -> Value {
+        Value::Object(
+            items
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect(),
+        )
+    };
+    let mut out = serde_json::Map::new();
+    for server in servers {
+        let (name, config) = match server {
+            acp::McpServer::Stdio(s) => (
+                s.name.clone(),
+                json!({
+                    "command": s.command,
+                    "args": s.args,
+                    "env": pairs(s.env.iter().map(|e| (e.name.clone(), e.value.clone())).collect()),
+                }),
+            ),
+            acp::McpServer::Http(s) => (
+                s.name.clone(),
+                json!({
+                    "url": s.url,
+                    "headers": pairs(s.headers.iter().map(|h| (h.name.clone(), h.value.clone())).collect()),
+                }),
+            ),
+            acp::McpServer::Sse(s) => (s.name.clone(), json!({"url": s.url, "type": "sse"})),
+            _ => continue,
+        };
+        out.insert(name, config);
+    }
+    out
 }
 
 /// A prompt's content blocks as pi's input: texts run together as the client split them,

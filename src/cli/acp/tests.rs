@@ -54,7 +54,7 @@ impl Client {
 /// gate that asks before each call; the running mode's future and the editor's end.
 fn agent(faux: &FauxProvider, dir: &Path) -> (tokio::task::JoinHandle<AcpExit>, Client) {
     let (faux, dir) = (faux.clone(), dir.to_owned());
-    let factory = move |setup: AcpSessionSetup| {
+    let factory = move |setup: Arc<AcpSessionSetup>| {
         let (faux, dir) = (faux.clone(), dir.clone());
         async move {
             let mut tools = BuiltinTools::new(&dir);
@@ -331,7 +331,7 @@ async fn a_loaded_session_replays_its_conversation_first() {
     let faux = FauxProvider::new();
     let (faux2, dir2) = (faux.clone(), dir.path().to_owned());
     // The factory reopens a session that holds a finished exchange with a tool call.
-    let factory = move |setup: AcpSessionSetup| {
+    let factory = move |setup: Arc<AcpSessionSetup>| {
         let (faux, dir) = (faux2.clone(), dir2.clone());
         async move {
             assert_eq!(setup.session_to_load(), Some("s-1"));
