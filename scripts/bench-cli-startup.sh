@@ -56,26 +56,11 @@ for b in "$engine" "$driver"; do
   [ -x "$b" ] || { echo "no $b (BUILD=1 builds it)" >&2; exit 2; }
 done
 
-work=$(mktemp -d)
-mock_pid=
-cleanup() {
-  if [ -n "$mock_pid" ]; then kill "$mock_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-PORT=${PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
+# shellcheck source=scripts/lib/mock-server.sh
+. scripts/lib/mock-server.sh
 # The scripted mode with an empty script: every request gets the final text reply (no tool
 # call), so each run is one request and one streamed reply.
-MOCK_PORT=$PORT MOCK_LOG=$work/mock.jsonl MOCK_SCRIPT='[]' MOCK_DELAY_S=$MOCK_DELAY_S \
-  python3 "$mock" 2>"$work/mock.log" &
-mock_pid=$!
-for _ in $(seq 1 100); do
-  if python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2)' "$PORT" 2>/dev/null; then
-    break
-  fi
-  sleep 0.05
-done
+start_mock_server '[]' "$MOCK_DELAY_S"
 
 python3 - "$work" "$PORT" "$RUNS" "$CHECK" "$pi_cli" "$engine" "$driver" "$PI_SHARED" <<'EOF'
 import json, os, shutil, statistics, subprocess, sys, time

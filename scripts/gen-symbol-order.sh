@@ -31,22 +31,11 @@ if [ "$BUILD" = 1 ]; then
 fi
 engine=$(realpath "$target/release/pi-engine")
 
-work=$(mktemp -d)
-mock_pid=
-cleanup() {
-  if [ -n "$mock_pid" ]; then kill "$mock_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-MOCK_PORT=$port MOCK_SCRIPT='[]' MOCK_DELAY_S=0 MOCK_LOG=$work/mock.jsonl python3 "$mock" 2>"$work/mock.log" &
-mock_pid=$!
-for _ in $(seq 1 100); do
-  python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2)' "$port" 2>/dev/null && break
-  sleep 0.05
-done
+# shellcheck source=scripts/lib/mock-server.sh
+. scripts/lib/mock-server.sh
+start_mock_server '[]' 0
 mkdir -p "$work/agent" "$work/cwd"
-sed "s#http://127.0.0.1:18080#http://127.0.0.1:$port#" "$PI_SHARED/conformance/pi/models.json" > "$work/agent/models.json"
+sed "s#http://127.0.0.1:18080#http://127.0.0.1:$PORT#" "$PI_SHARED/conformance/pi/models.json" > "$work/agent/models.json"
 
 n=0
 for args in "--mode json" "-p"; do

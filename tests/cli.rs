@@ -27,6 +27,10 @@ mod support;
 #[path = "support/pi_npm.rs"]
 mod pi_npm;
 
+#[cfg(feature = "mcp")]
+#[path = "support/mcp_npm.rs"]
+mod mcp_npm;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -1826,9 +1830,7 @@ async fn pi_engine_continues_a_session_of_pi() {
 #[ignore = "needs node and the MCP servers from npm (scripts/install-mcp-servers.sh)"]
 async fn mcp_servers_in_settings_become_tools() {
     use support::scripted::{FINAL, anthropic_reply};
-    let everything = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(".mcp-npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(everything.exists(), "run scripts/install-mcp-servers.sh");
+    let everything = mcp_npm::server("server-everything");
     let call = ("everything__echo", json!({"message": "from settings"}));
     let server = MockServer::start(vec![
         anthropic_reply(1, Some(&call)),

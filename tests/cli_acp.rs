@@ -13,6 +13,10 @@ mod support;
 #[path = "support/pi_npm.rs"]
 mod pi_npm;
 
+#[cfg(feature = "mcp")]
+#[path = "support/mcp_npm.rs"]
+mod mcp_npm;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -295,9 +299,7 @@ async fn an_editor_drives_pi_engine_over_acp_with_the_official_client() {
 #[tokio::test]
 #[ignore = "needs node, pi's npm packages and the MCP servers from npm (scripts/install-mcp-servers.sh)"]
 async fn the_mcp_servers_an_editor_passes_become_the_sessions_tools() {
-    let everything = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(".mcp-npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(everything.exists(), "run scripts/install-mcp-servers.sh");
+    let everything = mcp_npm::server("server-everything");
     let call = ("everything__echo", json!({"message": "hi from the editor"}));
     let server = MockServer::start(vec![
         anthropic_reply(1, Some(&call)),

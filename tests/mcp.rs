@@ -4,7 +4,9 @@
 //! by `scripts/install-mcp-servers.sh`; without them these tests are ignored.
 #![cfg(feature = "mcp")]
 
-use std::path::PathBuf;
+#[path = "support/mcp_npm.rs"]
+mod mcp_npm;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,24 +23,11 @@ use tokio_util::sync::CancellationToken;
 
 const NEEDS: &str = "needs node and the MCP servers from npm (scripts/install-mcp-servers.sh)";
 
-fn package(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(".mcp-npm/node_modules/@modelcontextprotocol")
-        .join(name)
-        .join("dist/index.js");
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/install-mcp-servers.sh",
-        path.display()
-    );
-    path
-}
-
 fn everything_stdio() -> McpServerConfig {
     McpServerConfig::stdio(
         "node",
         [
-            package("server-everything").display().to_string(),
+            mcp_npm::server("server-everything").display().to_string(),
             "stdio".into(),
         ],
     )
@@ -255,7 +244,7 @@ fn free_port() -> u16 {
 async fn everything_over_streamable_http() {
     let port = free_port();
     let mut server = tokio::process::Command::new("node")
-        .arg(package("server-everything"))
+        .arg(mcp_npm::server("server-everything"))
         .arg("streamableHttp")
         .env("PORT", port.to_string())
         .stdout(std::process::Stdio::null())
@@ -290,7 +279,7 @@ async fn filesystem_server_reads_a_file() {
     std::fs::write(root.join("hello.txt"), "hello from a temp dir\n").unwrap();
     let config = json!({"fs": {
         "command": "node",
-        "args": [package("server-filesystem"), root],
+        "args": [mcp_npm::server("server-filesystem"), root],
     }});
     let mcp = McpManager::start_json(&config, &root).await;
     assert!(mcp.errors().is_empty(), "{:?}", mcp.errors());
@@ -322,7 +311,7 @@ async fn a_server_killed_mid_call_gives_an_error_then_restarts() {
     let script = format!(
         "echo $$ > '{}'; exec node '{}' stdio",
         pid_file.display(),
-        package("server-everything").display()
+        mcp_npm::server("server-everything").display()
     );
     let servers =
         McpServers::new().with("everything", McpServerConfig::stdio("sh", ["-c", &script]));

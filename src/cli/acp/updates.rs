@@ -114,23 +114,26 @@ fn text_chunk(text: &str) -> acp::ContentChunk {
     acp::ContentChunk::new(acp::ContentBlock::Text(acp::TextContent::new(text)))
 }
 
-fn image_block(data: &str, mime_type: &str) -> acp::ContentBlock {
-    acp::ContentBlock::Image(acp::ImageContent::new(data, mime_type))
+/// A text or image block as ACP's (a block this crate does not know has no counterpart).
+fn content_block(content: &Content) -> Option<acp::ContentBlock> {
+    match content {
+        Content::Text(t) => Some(acp::ContentBlock::Text(acp::TextContent::new(
+            t.text.clone(),
+        ))),
+        Content::Image(i) => Some(acp::ContentBlock::Image(acp::ImageContent::new(
+            i.data.clone(),
+            i.mime_type.clone(),
+        ))),
+        _ => None,
+    }
 }
 
 /// A tool result's blocks as ACP content.
 fn text_contents(content: &[Content]) -> Vec<acp::ToolCallContent> {
     content
         .iter()
-        .filter_map(|c| match c {
-            Content::Text(t) => Some(acp::ToolCallContent::Content(acp::Content::new(
-                acp::ContentBlock::Text(acp::TextContent::new(t.text.clone())),
-            ))),
-            Content::Image(i) => Some(acp::ToolCallContent::Content(acp::Content::new(
-                image_block(&i.data, &i.mime_type),
-            ))),
-            _ => None,
-        })
+        .filter_map(content_block)
+        .map(|b| acp::ToolCallContent::Content(acp::Content::new(b)))
         .collect()
 }
 
@@ -275,16 +278,9 @@ pub(super) fn replay(messages: &[AgentMessage], cwd: &Path) -> Vec<acp::SessionU
                     UserContent::Text(text) => {
                         vec![acp::ContentBlock::Text(acp::TextContent::new(text.clone()))]
                     }
-                    UserContent::Blocks(blocks) => blocks
-                        .iter()
-                        .filter_map(|b| match b {
-                            Content::Text(t) => Some(acp::ContentBlock::Text(
-                                acp::TextContent::new(t.text.clone()),
-                            )),
-                            Content::Image(i) => Some(image_block(&i.data, &i.mime_type)),
-                            _ => None,
-                        })
-                        .collect(),
+                    UserContent::Blocks(blocks) => {
+                        blocks.iter().filter_map(content_block).collect()
+                    }
                 };
                 out.extend(
                     blocks
