@@ -30,7 +30,13 @@
 use serde_json::{Map, Value};
 
 use crate::agent::AgentMessage;
-#[cfg(any(feature = "anthropic", feature = "openai", feature = "google"))]
+#[cfg(any(
+    feature = "anthropic",
+    feature = "openai",
+    feature = "google",
+    feature = "bedrock",
+    feature = "mistral"
+))]
 use crate::llm::event::AssistantMessageEvent;
 use crate::llm::message::{AssistantContent, AssistantMessage, Tool, ToolCall, UserMessage};
 
@@ -248,9 +254,20 @@ pub enum Api {
     OpenAiResponses,
     #[cfg(feature = "google")]
     Google,
+    /// Bedrock's Converse stream: binary event-stream frames.
+    #[cfg(feature = "bedrock")]
+    Bedrock,
+    #[cfg(feature = "mistral")]
+    Mistral,
 }
 
-#[cfg(any(feature = "anthropic", feature = "openai", feature = "google"))]
+#[cfg(any(
+    feature = "anthropic",
+    feature = "openai",
+    feature = "google",
+    feature = "bedrock",
+    feature = "mistral"
+))]
 #[cfg_attr(not(feature = "openai"), allow(unused_variables))]
 fn wire(api: Api, codex: bool) -> crate::providers::http::replay::Wire {
     use crate::providers::http::replay::Wire;
@@ -265,20 +282,36 @@ fn wire(api: Api, codex: bool) -> crate::providers::http::replay::Wire {
         Api::OpenAiResponses => Wire::OpenAiResponses,
         #[cfg(feature = "google")]
         Api::Google => Wire::Google,
+        #[cfg(feature = "bedrock")]
+        Api::Bedrock => Wire::Bedrock,
+        #[cfg(feature = "mistral")]
+        Api::Mistral => Wire::Mistral,
     }
 }
 
 /// The events `api`'s decoder makes of `body` (in one chunk) for `model`, as the HTTP driver
 /// hands them out after a successful response head (with timestamps 0): for a test that
 /// this replay and the driver agree.
-#[cfg(any(feature = "anthropic", feature = "openai", feature = "google"))]
+#[cfg(any(
+    feature = "anthropic",
+    feature = "openai",
+    feature = "google",
+    feature = "bedrock",
+    feature = "mistral"
+))]
 pub fn replay(api: Api, model: &crate::Model, body: &[u8]) -> Vec<AssistantMessageEvent> {
     crate::providers::http::replay::replay_wire(wire(api, false), model, [body])
 }
 
 /// Feeds the body through `api`'s decoder in one chunk and in the chosen chunks: no panic,
 /// `start` first, exactly one terminal event, last, and the same events either way.
-#[cfg(any(feature = "anthropic", feature = "openai", feature = "google"))]
+#[cfg(any(
+    feature = "anthropic",
+    feature = "openai",
+    feature = "google",
+    feature = "bedrock",
+    feature = "mistral"
+))]
 pub fn decoder(api: Api, data: &[u8]) {
     use crate::providers::http::replay::{replay_model, replay_wire};
     let (mut chunking, body) = Chunking::split(data);
@@ -306,7 +339,13 @@ pub fn decoder(api: Api, data: &[u8]) {
     }
 }
 
-#[cfg(any(feature = "anthropic", feature = "openai", feature = "google"))]
+#[cfg(any(
+    feature = "anthropic",
+    feature = "openai",
+    feature = "google",
+    feature = "bedrock",
+    feature = "mistral"
+))]
 fn check_protocol(events: &[AssistantMessageEvent]) {
     assert!(
         matches!(events.first(), Some(AssistantMessageEvent::Start)),
@@ -324,7 +363,13 @@ fn check_protocol(events: &[AssistantMessageEvent]) {
 
 /// Renames tool-call ids to their order of first appearance: Gemini's synthesized ids hold
 /// the clock and a process-wide counter, so two replays differ in them and nothing else.
-#[cfg(any(feature = "anthropic", feature = "openai", feature = "google"))]
+#[cfg(any(
+    feature = "anthropic",
+    feature = "openai",
+    feature = "google",
+    feature = "bedrock",
+    feature = "mistral"
+))]
 pub fn normalize_ids(events: &mut [AssistantMessageEvent]) {
     let mut seen: Vec<String> = Vec::new();
     let mut rename = |id: &mut String| {

@@ -1,5 +1,5 @@
 //! The fault suite: every wire format (anthropic-messages, openai-completions,
-//! openai-responses, google-generative-ai) against a local server on 127.0.0.1 that
+//! openai-responses, google-generative-ai, and mistral-conversations with feature `mistral`) against a local server on 127.0.0.1 that
 //! misbehaves on purpose (tests/support): every error status class, HTML pages, a document
 //! instead of a stream, cut streams, cut UTF-8, stalls, keep-alive comments only, resets, an
 //! error body dripped a byte a second, a 50 MB line, a compressed body of garbage, a
@@ -37,13 +37,17 @@ enum Wire {
     Completions,
     Responses,
     Google,
+    #[cfg(feature = "mistral")]
+    Mistral,
 }
 
-const WIRES: [Wire; 4] = [
+const WIRES: [Wire; 4 + cfg!(feature = "mistral") as usize] = [
     Wire::Anthropic,
     Wire::Completions,
     Wire::Responses,
     Wire::Google,
+    #[cfg(feature = "mistral")]
+    Wire::Mistral,
 ];
 
 fn js(text: &str) -> String {
@@ -72,8 +76,21 @@ impl Wire {
                 "google",
                 format!("{url}/v1beta"),
             ),
+            #[cfg(feature = "mistral")]
+            Wire::Mistral => Model::new("mistral-test", "mistral-conversations", "mistral", url),
         };
         model.with_cost(ModelCost::new(3.0, 15.0, 0.3, 3.75))
+    }
+
+    fn is_mistral(self) -> bool {
+        #[cfg(feature = "mistral")]
+        {
+            self == Wire::Mistral
+        }
+        #[cfg(not(feature = "mistral"))]
+        {
+            false
+        }
     }
 
     /// The start of a reply: an open text block holding `first`.
@@ -95,6 +112,11 @@ impl Wire {
                 self.delta(first)
             ),
             Wire::Google => self.delta(first),
+            #[cfg(feature = "mistral")]
+            Wire::Mistral => format!(
+                "data: {{\"id\":\"cmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"mistral-test\",\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":{}}},\"finish_reason\":null}}]}}\n\n",
+                js(first)
+            ),
         }
     }
 
@@ -117,6 +139,11 @@ impl Wire {
                 "data: {{\"candidates\":[{{\"content\":{{\"parts\":[{{\"text\":{}}}],\"role\":\"model\"}},\"index\":0}}]}}\r\n\r\n",
                 js(text)
             ),
+            #[cfg(feature = "mistral")]
+            Wire::Mistral => format!(
+                "data: {{\"id\":\"cmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"mistral-test\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"finish_reason\":null}}]}}\n\n",
+                js(text)
+            ),
         }
     }
 
@@ -137,6 +164,9 @@ impl Wire {
             ),
             Wire::Google => "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"\"}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":10,\"candidatesTokenCount\":5,\"totalTokenCount\":15}}\r\n\r\n"
                 .to_owned(),
+            #[cfg(feature = "mistral")]
+            Wire::Mistral => "data: {\"id\":\"cmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"mistral-test\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":10,\"total_tokens\":15,\"completion_tokens\":5}}\n\n"
+                .to_owned(),
         }
     }
 
@@ -144,6 +174,8 @@ impl Wire {
     fn trailer(self) -> &'static str {
         match self {
             Wire::Completions => "data: [DONE]\n\n",
+            #[cfg(feature = "mistral")]
+            Wire::Mistral => "data: [DONE]\n\n",
             _ => "",
         }
     }
@@ -177,6 +209,12 @@ impl Wire {
             ),
             Wire::Google => format!(
                 r#"{{"error":{{"code":{status},"message":{},"status":"{kind}"}}}}"#,
+                js(message)
+            ),
+            // Mistral's own shape (`object: "error"`, the text at the top level).
+            #[cfg(feature = "mistral")]
+            Wire::Mistral => format!(
+                r#"{{"object":"error","message":{},"type":"{kind}","param":null,"code":"{status}"}}"#,
                 js(message)
             ),
         }
@@ -577,6 +615,10 @@ async fn a_200_with_a_json_error_is_that_error() {
         );
         if wire == Wire::Anthropic {
             assert_eq!(error.kind(), ErrorKind::Overloaded);
+        } else if wire.is_mistral() {
+            // The driver does not take Mistral's `"object": "error"` document for an error:
+            // its text is kept, as a body that is not a stream.
+            assert_eq!(error.kind(), ErrorKind::InvalidResponse, "{error:?}");
         } else {
             assert_ne!(error.kind(), ErrorKind::InvalidResponse, "{error:?}");
         }

@@ -44,6 +44,14 @@ fn targets() -> Vec<(&'static str, Target)> {
     t.push(("decoder_google", |d| {
         __fuzz::decoder(__fuzz::Api::Google, d)
     }));
+    #[cfg(feature = "bedrock")]
+    t.push(("decoder_bedrock", |d| {
+        __fuzz::decoder(__fuzz::Api::Bedrock, d)
+    }));
+    #[cfg(feature = "mistral")]
+    t.push(("decoder_mistral", |d| {
+        __fuzz::decoder(__fuzz::Api::Mistral, d)
+    }));
     t
 }
 
@@ -177,6 +185,8 @@ targets! {
     decoder_openai_completions_corpus, decoder_openai_completions_generated, "decoder_openai_completions", "openai";
     decoder_openai_responses_corpus, decoder_openai_responses_generated, "decoder_openai_responses", "openai";
     decoder_google_corpus, decoder_google_generated, "decoder_google", "google";
+    decoder_bedrock_corpus, decoder_bedrock_generated, "decoder_bedrock", "bedrock";
+    decoder_mistral_corpus, decoder_mistral_generated, "decoder_mistral", "mistral";
 }
 
 /// Every target has a corpus, and every corpus directory a target (a renamed target must not
@@ -193,7 +203,9 @@ fn every_corpus_has_a_target() {
                     || !cfg!(all(
                         feature = "anthropic",
                         feature = "openai",
-                        feature = "google"
+                        feature = "google",
+                        feature = "bedrock",
+                        feature = "mistral"
                     )),
                 "fuzz/corpus/{dir} has no target"
             );
@@ -242,6 +254,13 @@ async fn replay_agrees_with_the_driver() {
         __fuzz::Api::Google,
         "google-generative-ai",
         "google",
+    ));
+    #[cfg(feature = "mistral")]
+    apis.push((
+        "decoder_mistral",
+        __fuzz::Api::Mistral,
+        "mistral-conversations",
+        "mistral",
     ));
 
     let zero_time = |events: &mut Vec<AssistantMessageEvent>| {

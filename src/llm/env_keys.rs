@@ -137,7 +137,15 @@ pub fn resolve_api_key(model: &Model, options: &StreamOptions) -> Result<ApiKey,
 /// model without one (no credentials are sent). Any other model without a key is pi's error,
 /// `No API key for provider: <provider>`: a key from the environment is only ever sent to the
 /// provider it is named for.
-#[cfg_attr(not(feature = "http"), allow(dead_code))]
+#[cfg_attr(
+    not(any(
+        feature = "anthropic",
+        feature = "openai",
+        feature = "google",
+        feature = "mistral"
+    )),
+    allow(dead_code)
+)]
 pub(crate) fn request_key(model: &Model, options: &StreamOptions) -> Result<Option<ApiKey>, Error> {
     match resolve_api_key(model, options) {
         Ok(key) => Ok(Some(key)),

@@ -23,6 +23,17 @@ impl<'a> Cursor<'a> {
         Cursor { data, pos: 0 }
     }
 
+    /// A cursor past the first `pos` bytes of `data` (a prefix read before, by a caller that
+    /// keeps what reading it gave; `None` past the end).
+    pub(crate) fn resume(data: &'a [u8], pos: usize) -> Option<Self> {
+        (pos <= data.len()).then_some(Cursor { data, pos })
+    }
+
+    /// How many bytes have been read.
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
+
     /// Skips JSON whitespace.
     pub(crate) fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.data.get(self.pos) {
@@ -34,6 +45,13 @@ impl<'a> Cursor<'a> {
     pub(crate) fn byte(&mut self, b: u8) -> Option<()> {
         self.ws();
         (self.data.get(self.pos) == Some(&b)).then(|| self.pos += 1)
+    }
+
+    /// Skips whitespace, then returns the next byte without taking it (to choose how to
+    /// read a value that may be of several types).
+    pub(crate) fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.data.get(self.pos).copied()
     }
 
     /// True when only whitespace is left.
@@ -107,6 +125,35 @@ impl<'a> Cursor<'a> {
                 .map(Cow::Owned);
         }
         std::str::from_utf8(raw).ok().map(Cow::Borrowed)
+    }
+
+    /// A string value, read as [`string`](Self::string) reads it (the same text, the same
+    /// refusals), for long strings with escapes (tool arguments, text deltas): found with a
+    /// SIMD search and unescaped here into one allocation of the right size, where `string`
+    /// has serde unescape it.
+    pub(crate) fn long_string(&mut self) -> Option<Cow<'a, str>> {
+        self.byte(b'"')?;
+        let start = self.pos;
+        let mut end = start;
+        let mut escaped = false;
+        // The closing quote: the first `"` that no backslash escapes.
+        loop {
+            end += memchr::memchr2(b'"', b'\\', self.data.get(end..)?)?;
+            if self.data[end] == b'"' {
+                break;
+            }
+            escaped = true;
+            end += 2;
+        }
+        self.pos = end + 1;
+        let raw = &self.data[start..end];
+        // Escapes are ASCII: the text is UTF-8 when its bytes are.
+        let text = std::str::from_utf8(raw).ok()?;
+        if escaped {
+            unescape(text).map(Cow::Owned)
+        } else {
+            (!raw.iter().any(|&b| b < 0x20)).then_some(Cow::Borrowed(text))
+        }
     }
 
     /// A string value that needs no unescaping (else `None`).
@@ -218,9 +265,71 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The inside of a JSON string, its escapes read as serde reads them: `None` where serde
+/// refuses the string (a raw control character, an unknown or cut escape, a UTF-16
+/// surrogate that is not half of a pair).
+fn unescape(raw: &str) -> Option<String> {
+    let hex = |digits: &[u8]| {
+        digits.iter().try_fold(0u32, |n, &d| {
+            let v = char::from(d).to_digit(16)?;
+            Some(n * 16 + v)
+        })
+    };
+    let bytes = raw.as_bytes();
+    let mut out = String::with_capacity(raw.len());
+    let mut i = 0;
+    loop {
+        // A run without escapes and control characters (it ends at an ASCII byte, on a
+        // character boundary).
+        let run = bytes[i..]
+            .iter()
+            .position(|&b| b == b'\\' || b < 0x20)
+            .map_or(bytes.len(), |k| i + k);
+        out.push_str(&raw[i..run]);
+        if run == bytes.len() {
+            return Some(out);
+        }
+        if bytes[run] != b'\\' {
+            return None;
+        }
+        i = run + 2;
+        out.push(match *bytes.get(run + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = hex(bytes.get(i..i + 4)?)?;
+                i += 4;
+                match unit {
+                    0xD800..0xDC00 => {
+                        // A leading surrogate: its trailing one follows.
+                        if bytes.get(i..i + 2)? != b"\\u" {
+                            return None;
+                        }
+                        let low = hex(bytes.get(i + 2..i + 6)?)?;
+                        if !(0xDC00..0xE000).contains(&low) {
+                            return None;
+                        }
+                        i += 6;
+                        char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))?
+                    }
+                    0xDC00..0xE000 => return None,
+                    _ => char::from_u32(unit)?,
+                }
+            }
+            _ => return None,
+        });
+    }
+}
+
 /// Member names seen in one object, to refuse duplicates (serde's derived structs reject
 /// a repeated field; the fast path must not accept what they reject).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Seen(u32);
 
 impl Seen {
@@ -274,6 +383,12 @@ mod tests {
         assert!(!Cursor::new(b"nullx").literal(b"null"));
         assert!(Cursor::new(b"[ ]").empty_array().is_some());
         assert!(Cursor::new(b"[1]").empty_array().is_none());
+        let mut c = Cursor::new(b" \n[ 1]");
+        assert_eq!(c.peek(), Some(b'['));
+        assert!(c.byte(b'[').is_some());
+        assert_eq!(c.peek(), Some(b'1'));
+        assert_eq!(c.integer(), Some(1));
+        assert_eq!(Cursor::new(b" ").peek(), None);
     }
 
     #[test]
@@ -332,6 +447,13 @@ mod props {
             1 => Just(b"\\u00e9".to_vec()),
             1 => Just(b"\\ud83d\\ude48".to_vec()),
             1 => Just(b"\\ud83d".to_vec()),
+            1 => Just(b"\\uDE48".to_vec()),
+            1 => Just(b"\\uD83D\\uDE48\\u00E9".to_vec()),
+            1 => Just(b"\\ud83d\\u0041".to_vec()),
+            1 => Just(b"\\ud83d\\ud83d\\ude48".to_vec()),
+            1 => Just(b"\\ud83d\\n".to_vec()),
+            1 => Just(b"\\u00+1".to_vec()),
+            1 => Just(b"\\u0000\\u001f\\u007f".to_vec()),
             1 => Just(b"\\x".to_vec()),
             1 => Just(b"\\u12".to_vec()),
             1 => Just(b"\"".to_vec()),
@@ -475,6 +597,14 @@ mod props {
             let serde = serde_string(&data);
             let scanned = Cursor::new(&data).string().map(Cow::into_owned);
             prop_assert_eq!(&scanned, &serde, "{}", String::from_utf8_lossy(&data));
+            // `long_string` too, and it ends where `string` ends.
+            let (mut a, mut b) = (Cursor::new(&data), Cursor::new(&data));
+            let long = b.long_string();
+            prop_assert_eq!(long.as_deref(), serde.as_deref(), "{}", String::from_utf8_lossy(&data));
+            if let Some(short) = a.string() {
+                prop_assert_eq!(a.pos, b.pos);
+                prop_assert_eq!(matches!(long, Some(Cow::Borrowed(_))), matches!(short, Cow::Borrowed(_)));
+            }
             if let Some(plain) = Cursor::new(&data).plain_string() {
                 prop_assert_eq!(Some(plain), serde.as_deref());
                 // Borrowed: the bytes between the quotes are the text.

@@ -31,6 +31,8 @@ use crate::llm::options::StreamOptions;
 pub mod anthropic;
 #[cfg(feature = "openai")]
 pub mod azure_openai_responses;
+#[cfg(feature = "bedrock")]
+pub mod bedrock;
 #[cfg(any(feature = "anthropic", feature = "openai", feature = "google"))]
 pub(crate) mod body;
 pub mod faux;
@@ -42,6 +44,8 @@ pub mod google_vertex;
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 pub(crate) mod json_scan;
+#[cfg(feature = "mistral")]
+pub mod mistral;
 #[cfg(feature = "openai")]
 pub mod openai_codex_responses;
 #[cfg(feature = "openai")]
@@ -351,6 +355,10 @@ fn builtin_providers() -> Vec<Arc<dyn ApiProvider>> {
         Arc::new(google::GoogleProvider::new()),
         #[cfg(feature = "google")]
         Arc::new(google_vertex::VertexProvider::new()),
+        #[cfg(feature = "mistral")]
+        Arc::new(mistral::MistralProvider::new()),
+        #[cfg(feature = "bedrock")]
+        Arc::new(bedrock::BedrockProvider::new()),
     ]
 }
 

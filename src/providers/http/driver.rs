@@ -72,6 +72,100 @@ pub trait Decoder: Send + 'static {
     /// Writes what the decoder tracked outside the events into the final (or failed)
     /// message: usage and cost, stop reason, response id, signatures.
     fn finish(&mut self, message: &mut AssistantMessage);
+
+    /// How the response body is cut into events: server-sent events (the default), or
+    /// AWS's binary event stream, whose frames reach [`on_event`](Self::on_event) as
+    /// events too (see [`Framing::AwsEventStream`]).
+    fn framing(&self) -> Framing {
+        Framing::Sse
+    }
+}
+
+/// How a response body is cut into the events a [`Decoder`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Framing {
+    /// Server-sent events (`text/event-stream`): every provider but Bedrock.
+    #[default]
+    Sse,
+    /// AWS event-stream frames (`application/vnd.amazon.eventstream`), CRC-checked: an
+    /// `event` frame is an event named by its `:event-type`, an `exception` frame one named
+    /// by its `:exception-type`, and an `error` frame an event named `error` whose data is
+    /// `{"code", "message"}` (see
+    /// [`EventStreamDecoder`](crate::providers::bedrock::eventstream::EventStreamDecoder)).
+    #[cfg(feature = "bedrock")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "bedrock")))]
+    AwsEventStream,
+}
+
+/// The framing decoder of a [`Framing`].
+enum Frames {
+    Sse(SseDecoder),
+    #[cfg(feature = "bedrock")]
+    Aws(crate::providers::bedrock::eventstream::EventStreamDecoder),
+}
+
+impl Frames {
+    fn new(framing: Framing) -> Self {
+        match framing {
+            Framing::Sse => Frames::Sse(SseDecoder::new()),
+            #[cfg(feature = "bedrock")]
+            Framing::AwsEventStream => {
+                Frames::Aws(crate::providers::bedrock::eventstream::EventStreamDecoder::new())
+            }
+        }
+    }
+
+    fn next_event(&mut self) -> Option<SseEvent<'_>> {
+        match self {
+            Frames::Sse(d) => d.next_event(),
+            #[cfg(feature = "bedrock")]
+            Frames::Aws(d) => d.next_event(),
+        }
+    }
+
+    fn error(&self) -> Option<String> {
+        match self {
+            Frames::Sse(d) => d.error().map(ToString::to_string),
+            #[cfg(feature = "bedrock")]
+            Frames::Aws(d) => d.error().map(ToString::to_string),
+        }
+    }
+
+    fn feed(&mut self, chunk: &[u8]) {
+        match self {
+            Frames::Sse(d) => d.feed(chunk),
+            #[cfg(feature = "bedrock")]
+            Frames::Aws(d) => d.feed(chunk),
+        }
+    }
+
+    fn finish(&mut self) {
+        match self {
+            Frames::Sse(d) => d.finish(),
+            #[cfg(feature = "bedrock")]
+            Frames::Aws(d) => d.finish(),
+        }
+    }
+
+    fn take_last_data(&mut self) -> Option<Vec<u8>> {
+        match self {
+            Frames::Sse(d) => d.take_last_data(),
+            #[cfg(feature = "bedrock")]
+            Frames::Aws(_) => None,
+        }
+    }
+
+    /// An empty decoder of the same framing (releasing the buffer).
+    fn reset(&mut self) {
+        *self = match self {
+            Frames::Sse(_) => Frames::Sse(SseDecoder::new()),
+            #[cfg(feature = "bedrock")]
+            Frames::Aws(_) => {
+                Frames::Aws(crate::providers::bedrock::eventstream::EventStreamDecoder::new())
+            }
+        };
+    }
 }
 
 /// Where a [`Decoder`] pushes events; also its view of the message as the consumer sees it.
@@ -341,7 +435,7 @@ impl<D: Decoder> Driver<D> {
 /// tests), so both decode with exactly these steps.
 pub(crate) struct Decoding<D> {
     decoder: D,
-    sse: SseDecoder,
+    sse: Frames,
     /// Events produced and not handed out yet.
     pub(crate) queue: VecDeque<AssistantMessageEvent>,
     /// How the stream ends, once known; delivered after `queue` drains.
@@ -355,8 +449,8 @@ pub(crate) struct Decoding<D> {
 impl<D: Decoder> Decoding<D> {
     pub(crate) fn new(decoder: D) -> Self {
         Decoding {
+            sse: Frames::new(decoder.framing()),
             decoder,
-            sse: SseDecoder::new(),
             queue: VecDeque::new(),
             end: None,
             eof: false,
@@ -377,12 +471,15 @@ impl<D: Decoder> Decoding<D> {
             eof,
             progressed,
         } = self;
+        // Only an SSE decoder can hand a long event's data over without a copy.
+        let owned_data = matches!(sse, Frames::Sse(_));
         if let Some(event) = sse.next_event() {
             *progressed = true;
             // After the final event, what follows cannot spoil the reply.
             let complete = decoder.is_complete();
             let mut out = Emit { queue, state };
-            let handled = if event.data().len() >= LARGE_EVENT
+            let handled = if owned_data
+                && event.data().len() >= LARGE_EVENT
                 && decoder.wants_large_event(event.event_bytes())
             {
                 let name = event.event_bytes().to_vec();
@@ -472,7 +569,7 @@ impl<D: Decoder> Decoding<D> {
     ) -> AssistantMessageEvent {
         // Nothing more is decoded: release the buffer before the final message is copied
         // (it may hold a long last event).
-        self.sse = SseDecoder::new();
+        self.sse.reset();
         let mut message = state.message().clone();
         self.decoder.finish(&mut message);
         let end = match end {

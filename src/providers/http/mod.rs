@@ -168,18 +168,26 @@ pub(crate) mod copilot;
 mod driver;
 mod json_repair;
 // For the fuzz targets (`crate::__fuzz`): the driver's decoding without HTTP.
-#[cfg(any(feature = "anthropic", feature = "openai", feature = "google"))]
+#[cfg(any(
+    feature = "anthropic",
+    feature = "openai",
+    feature = "google",
+    feature = "bedrock",
+    feature = "mistral"
+))]
 pub(crate) mod replay;
 mod send;
 mod status;
 mod transport;
 
-pub use driver::{Decoder, Emit, LARGE_EVENT, stream_http};
+pub use driver::{Decoder, Emit, Framing, LARGE_EVENT, stream_http};
 pub(crate) use json_repair::repair_json;
 /// The reqwest version the transport types come from (`StatusCode`, `HeaderMap`, `Url`,
 /// `ClientBuilder`), so an application needs no version-matched dependency of its own.
 pub use reqwest;
 pub use send::HttpRequest;
+#[cfg(feature = "bedrock")]
+pub(crate) use send::RequestSigner;
 #[cfg(test)]
 pub(crate) use send::header_in;
 pub(crate) use status::stream_event_error;

@@ -32,6 +32,12 @@ pub(crate) enum Wire {
     /// `google-generative-ai`.
     #[cfg(feature = "google")]
     Google,
+    /// `bedrock-converse-stream` (AWS event-stream frames).
+    #[cfg(feature = "bedrock")]
+    Bedrock,
+    /// `mistral-conversations`.
+    #[cfg(feature = "mistral")]
+    Mistral,
 }
 
 /// A model for [`replay_wire`]: priced (so that the cost arithmetic runs too), on loopback.
@@ -47,6 +53,10 @@ pub(crate) fn replay_model(wire: Wire) -> Model {
         Wire::OpenAiCodexResponses => ("openai-codex-responses", "openai-codex"),
         #[cfg(feature = "google")]
         Wire::Google => ("google-generative-ai", "google"),
+        #[cfg(feature = "bedrock")]
+        Wire::Bedrock => ("bedrock-converse-stream", "amazon-bedrock"),
+        #[cfg(feature = "mistral")]
+        Wire::Mistral => ("mistral-conversations", "mistral"),
     };
     Model::new("replay-model", api, provider, "http://127.0.0.1:1")
         .with_cost(ModelCost::new(3.0, 15.0, 0.3, 3.75))
@@ -83,6 +93,16 @@ pub(crate) fn replay_wire<'a>(
         #[cfg(feature = "google")]
         Wire::Google => {
             let decoder = crate::providers::google::stream::GoogleDecoder::new(model);
+            replay(decoder, model, chunks)
+        }
+        #[cfg(feature = "bedrock")]
+        Wire::Bedrock => {
+            let decoder = crate::providers::bedrock::BedrockDecoder::new(model);
+            replay(decoder, model, chunks)
+        }
+        #[cfg(feature = "mistral")]
+        Wire::Mistral => {
+            let decoder = crate::providers::mistral::MistralDecoder::new(model);
             replay(decoder, model, chunks)
         }
     }

@@ -1,6 +1,7 @@
 //! Request preparation, and sending through the call's [`HttpTransport`] with retries
 //! before the first byte of the stream.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -62,6 +63,21 @@ pub struct HttpRequest {
     url: String,
     headers: Vec<(String, String)>,
     body: Body,
+    signer: Option<Arc<dyn RequestSigner>>,
+    secrets: Vec<String>,
+}
+
+/// Signs a request once its body is final (after `on_payload`), again for every attempt:
+/// AWS Signature V4. The headers it returns are added to the request and marked sensitive.
+pub(crate) trait RequestSigner: Send + Sync + std::fmt::Debug {
+    /// The headers that sign a `POST` of `body` to `url` carrying the signed `headers`.
+    fn sign(
+        &self,
+        url: &reqwest::Url,
+        headers: &[(&str, &str)],
+        body: &[u8],
+        now: std::time::SystemTime,
+    ) -> Result<Vec<(String, String)>, Error>;
 }
 
 /// A request body: a JSON tree, or bytes already serialized from borrowed data.
@@ -86,6 +102,7 @@ impl std::fmt::Debug for HttpRequest {
             .field("url", &self.url)
             .field("headers", &redact::Headers::new(headers, None))
             .field("body", &self.body)
+            .field("signer", &self.signer)
             .finish()
     }
 }
@@ -97,6 +114,8 @@ impl HttpRequest {
             url: url.into(),
             headers: Vec::new(),
             body: Body::Json(body),
+            signer: None,
+            secrets: Vec::new(),
         }
     }
 
@@ -133,6 +152,8 @@ impl HttpRequest {
             url: url.into(),
             headers: Vec::new(),
             body: Body::Encoded(encode(body)?),
+            signer: None,
+            secrets: Vec::new(),
         })
     }
 
@@ -140,6 +161,20 @@ impl HttpRequest {
     #[must_use]
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Signs the request with `signer` when it is sent.
+    #[cfg_attr(not(feature = "bedrock"), allow(dead_code))]
+    pub(crate) fn signed_by(mut self, signer: Arc<dyn RequestSigner>) -> Self {
+        self.signer = Some(signer);
+        self
+    }
+
+    /// A credential that must never appear in an error or a log (a signing key).
+    #[cfg_attr(not(feature = "bedrock"), allow(dead_code))]
+    pub(crate) fn secret(mut self, value: impl Into<String>) -> Self {
+        self.secrets.push(value.into());
         self
     }
 
@@ -174,6 +209,9 @@ impl HttpRequest {
         let mut secrets = Secrets::default();
         if let Some(key) = key {
             secrets.add(key);
+        }
+        for secret in &self.secrets {
+            secrets.add(secret);
         }
         let extra = model.headers.iter().chain(options.headers.iter()).flatten();
         for (name, value) in self.headers.iter().map(|(k, v)| (k, v)).chain(extra) {
@@ -228,6 +266,7 @@ impl HttpRequest {
             error_body_timeout: options.error_body_timeout_or_default(),
             secrets,
             transport: options.transport.clone().unwrap_or_else(default_transport),
+            signer: self.signer,
         })
     }
 }
@@ -308,6 +347,8 @@ pub(crate) struct Prepared {
     pub(crate) secrets: Secrets,
     /// Where the request goes: the options' transport, or the default.
     pub(crate) transport: SharedTransport,
+    /// Signs each attempt (Bedrock's SigV4).
+    pub(crate) signer: Option<Arc<dyn RequestSigner>>,
 }
 
 impl std::fmt::Debug for Prepared {
@@ -367,11 +408,39 @@ impl Prepared {
         }
     }
 
+    /// The headers of one attempt: the request's, plus a fresh signature when it is signed.
+    fn attempt_headers(&self) -> Result<HeaderMap, Error> {
+        let Some(signer) = &self.signer else {
+            return Ok(self.headers.clone());
+        };
+        // Only the content type is signed beside what the signer adds (host, date): a
+        // proxy that rewrites other headers does not break the signature.
+        let content_type = self
+            .headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("application/json");
+        let signed = signer.sign(
+            &self.url,
+            &[("content-type", content_type)],
+            &self.body,
+            std::time::SystemTime::now(),
+        )?;
+        let mut headers = self.headers.clone();
+        for (name, value) in signed {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_header(&name))?;
+            let mut value = HeaderValue::from_str(&value).map_err(|_| bad_header(name.as_str()))?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        Ok(headers)
+    }
+
     async fn attempt(&self) -> Result<Opened, Error> {
         let request = TransportRequest::new(
             reqwest::Method::POST,
             self.url.clone(),
-            self.headers.clone(),
+            self.attempt_headers()?,
             self.body.clone(),
         );
         let response =
@@ -548,6 +617,7 @@ mod tests {
             error_body_timeout: Duration::from_secs(1),
             secrets: Secrets::default(),
             transport: default_transport(),
+            signer: None,
         }
     }
 

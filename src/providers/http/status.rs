@@ -157,7 +157,11 @@ impl ErrorBody {
             return ErrorBody::default();
         }
         if let Ok(value) = serde_json::from_slice::<Value>(trimmed) {
-            return ErrorBody::from_json(&value);
+            let mut body = ErrorBody::from_json(&value);
+            if body.kind.is_none() {
+                body.kind = aws_error_type(headers, &value);
+            }
+            return body;
         }
         let text = String::from_utf8_lossy(trimmed);
         let html = headers
@@ -215,6 +219,25 @@ impl ErrorBody {
         }
         out
     }
+}
+
+/// AWS's error type (Bedrock): the `x-amzn-errortype` header
+/// (`ValidationException:http://internal.amazon.com/…`) or the body's `__type`
+/// (`com.amazon.coral.validate#ValidationException`), without its namespace.
+fn aws_error_type(headers: &HeaderMap, value: &Value) -> Option<String> {
+    let header = headers
+        .get("x-amzn-errortype")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(':').next());
+    let body = value
+        .get("__type")
+        .and_then(Value::as_str)
+        .and_then(|t| t.rsplit('#').next());
+    header
+        .or(body)
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
 }
 
 fn str_field(value: &Value, key: &str) -> Option<String> {
