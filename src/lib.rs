@@ -27,6 +27,9 @@ pub mod session;
 #[cfg(feature = "tools")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tools")))]
 pub mod tools;
+#[cfg(feature = "tui")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tui")))]
+pub mod tui;
 
 // Fuzz targets as plain functions, for `fuzz/` and `tests/fuzz_replay.rs`. Not API: hidden,
 // no stability promise, may change in any release (its own docs say so; an outer doc comment

@@ -368,14 +368,14 @@ fn fast_delta(data: &[u8]) -> Option<WireEvent<'_>> {
     c.byte(b'{')?;
     let mut delta = WireDelta::default();
     match c.key()? {
-        b"text" => delta.text = Some(c.string()?),
+        b"text" => delta.text = Some(c.long_string()?),
         b"toolUse" => {
             c.byte(b'{')?;
             if c.key()? != b"input" {
                 return None;
             }
             delta.tool_use = Some(WireToolUseDelta {
-                input: Some(c.string()?),
+                input: Some(c.long_string()?),
             });
             if c.next(b'}')? {
                 return None;
