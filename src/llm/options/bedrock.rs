@@ -32,7 +32,9 @@ pub(super) fn map(
     );
 }
 
-fn claude(model: &Model) -> bool {
+/// True for an Anthropic Claude model on Bedrock, by its id or its name (an application
+/// inference profile's ARN names no model; its name may). The Bedrock provider reads it too.
+pub(crate) fn claude(model: &Model) -> bool {
     let id = model.id.to_lowercase();
     let name = model.name.to_lowercase();
     id.contains("anthropic.claude")
@@ -42,20 +44,28 @@ fn claude(model: &Model) -> bool {
         || name.contains("claude")
 }
 
-/// Bedrock's adaptive check reads the id and the name, lowercased, as they are and with
-/// runs of whitespace, `_`, `.` and `:` turned into `-`.
-fn adaptive(model: &Model) -> bool {
-    let mut candidates = vec![model.id.as_str()];
+/// What pi matches Bedrock model families against: the id and the name, lowercased, as they
+/// are and with runs of whitespace, `_`, `.` and `:` turned into `-`.
+pub(crate) fn candidates(model: &Model) -> Vec<String> {
+    let mut values = vec![model.id.as_str()];
     if !model.name.is_empty() {
-        candidates.push(model.name.as_str());
+        values.push(model.name.as_str());
     }
-    candidates.into_iter().any(|value| {
-        let lower = value.to_lowercase();
-        let dashed = dash_separators(&lower);
-        [lower, dashed]
-            .iter()
-            .any(|s| ADAPTIVE_THINKING_MODELS.iter().any(|p| s.contains(p)))
-    })
+    values
+        .into_iter()
+        .flat_map(|value| {
+            let lower = value.to_lowercase();
+            let dashed = dash_separators(&lower);
+            [lower, dashed]
+        })
+        .collect()
+}
+
+/// Claude models that think adaptively (Opus 4.6/4.7, Sonnet 4.6), by [`candidates`].
+pub(crate) fn adaptive(model: &Model) -> bool {
+    candidates(model)
+        .iter()
+        .any(|s| ADAPTIVE_THINKING_MODELS.iter().any(|p| s.contains(p)))
 }
 
 /// Replaces each run of whitespace, `_`, `.` and `:` with one `-`.

@@ -21,6 +21,10 @@ use crate::llm::thinking::{ThinkingBudgets, ThinkingLevel};
 mod anthropic;
 mod api;
 mod bedrock;
+#[cfg_attr(not(feature = "bedrock"), allow(unused_imports))]
+pub(crate) use bedrock::{
+    adaptive as bedrock_adaptive, candidates as bedrock_candidates, claude as bedrock_claude,
+};
 mod google;
 mod mistral;
 mod openai;

@@ -12,56 +12,10 @@ use crate::llm::options::{CacheRetention, StreamOptions, ToolChoice};
 use crate::llm::thinking::{ThinkingBudgets, ThinkingLevel};
 use crate::providers::transform::{skip_unknown_block, transform_messages};
 
-/// The id and the name, lowercased as they are and with runs of whitespace, `_`, `.` and
-/// `:` turned into `-` (pi checks model families against both, for application inference
-/// profiles whose ARNs do not name the model).
-fn candidates(model: &Model) -> Vec<String> {
-    let mut values = vec![model.id.as_str()];
-    if !model.name.is_empty() {
-        values.push(model.name.as_str());
-    }
-    values
-        .into_iter()
-        .flat_map(|v| {
-            let lower = v.to_lowercase();
-            let dashed = dash_separators(&lower);
-            [lower, dashed]
-        })
-        .collect()
-}
-
-fn dash_separators(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut in_run = false;
-    for ch in s.chars() {
-        if ch.is_whitespace() || matches!(ch, '_' | '.' | ':') {
-            if !in_run {
-                out.push('-');
-            }
-            in_run = true;
-        } else {
-            out.push(ch);
-            in_run = false;
-        }
-    }
-    out
-}
-
-pub(super) fn is_claude(model: &Model) -> bool {
-    let id = model.id.to_lowercase();
-    let name = model.name.to_lowercase();
-    id.contains("anthropic.claude")
-        || id.contains("anthropic/claude")
-        || name.contains("anthropic.claude")
-        || name.contains("anthropic/claude")
-        || name.contains("claude")
-}
-
-fn adaptive_thinking(model: &Model) -> bool {
-    candidates(model)
-        .iter()
-        .any(|s| s.contains("opus-4-6") || s.contains("opus-4-7") || s.contains("sonnet-4-6"))
-}
+use crate::llm::options::bedrock_claude as is_claude;
+use crate::llm::options::{
+    bedrock_adaptive as adaptive_thinking, bedrock_candidates as candidates,
+};
 
 /// Claude 4.x, 3.7 Sonnet and 3.5 Haiku take cache points; `AWS_BEDROCK_FORCE_CACHE=1`
 /// turns them on for a profile whose ARN names no model.
